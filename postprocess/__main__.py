@@ -1,0 +1,5 @@
+import sys
+
+from postprocess.cli import main
+
+sys.exit(main())

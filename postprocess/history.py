@@ -1,0 +1,247 @@
+"""The tidy history table: one row per repetition and phase of every run.
+
+Rows are keyed by system, partition, environ, check and iob_params (the regression key), the run's
+completion time, its session and night; they hold raw bytes and seconds and the bandwidth derived
+from them (MiB/s = 2^20 bytes/s). Stored column-wise in numpy arrays so 10^5 perflog lines (10^6
+repetition rows) stay fast; ``rows()`` gives plain dicts for small outputs.
+
+Sessions: the ReFrame results DB knows each run's session; perflog lines do not, so runs of one
+system:partition whose completion times are less than ``SESSION_GAP`` apart form one session
+(a nightly run that crosses midnight stays one session). A session's night is the date it started.
+
+Baseline: runs whose iob_params say ``backend=fio`` (reframe_checks/baseline_fio.py) measure the
+storage itself in the same session; every other run's repetitions also get an efficiency, bandwidth
+divided by the median baseline bandwidth of the same session and phase.
+"""
+import datetime
+import json
+import sqlite3
+
+import numpy as np
+
+from postprocess.detect import median_log_var
+from postprocess.perflog import PHASES, Diagnostics, parse_params, parse_reps
+
+MiB = float(2 ** 20)
+SESSION_GAP = datetime.timedelta(hours=3)
+KEY_FIELDS = ('system', 'partition', 'environ', 'check', 'params')
+BASELINE_BACKEND = 'fio'
+
+
+def is_baseline(run):
+    return run['param_dict'].get('backend') == BASELINE_BACKEND
+
+
+def assign_sessions(runs):
+    """Give every run without a session (perflog runs) one by time gaps per system:partition."""
+    last = {}
+    for run in sorted(runs, key=lambda r: r['time']):
+        if run['session']:
+            continue
+        where = (run['system'], run['partition'])
+        prev = last.get(where)
+        if prev is None or run['time'] - prev[1] > SESSION_GAP:
+            prev = (f'{where[0]}:{where[1]}@{run["time"].isoformat()}', run['time'])
+        last[where] = (prev[0], run['time'])
+        run['session'] = prev[0]
+        run['session_start'] = prev[1]
+
+
+def read_results_db(path, diag=None):
+    """Run records from ReFrame's results DB (``storage.enable``; sqlite, schema 1.0 of 4.10)."""
+    diag = Diagnostics() if diag is None else diag
+    runs = []
+    try:
+        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+        blobs = conn.execute('SELECT uuid, session_start_unix, json_blob FROM sessions '
+                             'ORDER BY session_start_unix').fetchall()
+        conn.close()
+    except sqlite3.Error as err:
+        diag.add(path, f'cannot read results DB: {err}')
+        return runs, diag
+    for uuid, start, blob in blobs:
+        try:
+            report = json.loads(blob)
+        except ValueError:
+            diag.add(f'{path}:{uuid}', 'session JSON unreadable (skipped)')
+            continue
+        start = datetime.datetime.fromtimestamp(start, datetime.timezone.utc)
+        for run_index, run in enumerate(report.get('runs', [])):
+            for case in run.get('testcases', []):
+                where = f'{path}:{uuid}:{run_index}:{case.get("name")}'
+                record = _db_case(case, uuid, start, where, diag)
+                if record is not None:
+                    runs.append(record)
+    runs.sort(key=lambda r: r['time'])
+    return runs, diag
+
+
+def _db_case(case, uuid, start, where, diag):
+    if not case.get('iob_params') or case.get('job_completion_time_unix') is None:
+        return None                 # not one of our checks, or it never ran
+    try:
+        params = parse_params(case['iob_params'])
+    except ValueError as err:
+        diag.add(where, f'{err} (skipped)')
+        return None
+    try:
+        provenance = json.loads(case.get('iob_provenance') or '{}')
+    except ValueError:
+        provenance = {'raw': case.get('iob_provenance')}
+    perf = {}
+    for name, vals in (case.get('perfvalues') or {}).items():
+        value, ref, lower, upper, unit = (list(vals) + [None] * 5)[:5]
+        perf[name.split(':')[-1]] = {'value': value, 'unit': unit, 'ref': ref,
+                                     'lower': lower, 'upper': upper}
+    return {
+        'time': datetime.datetime.fromtimestamp(case['job_completion_time_unix'],
+                                                datetime.timezone.utc),
+        'system': case.get('system', ''), 'partition': case.get('partition', ''),
+        'environ': case.get('environ', ''), 'check': case.get('name', ''),
+        'params': case['iob_params'], 'param_dict': params, 'jobid': str(case.get('jobid', '')),
+        'result': case.get('result', ''), 'reps': parse_reps(case.get('iob_reps') or '', where, diag),
+        'provenance': provenance, 'perf': perf, 'reframe': '', 'session': uuid,
+        'session_start': start, 'source': where,
+    }
+
+
+def merge_runs(*lists):
+    """Union of run lists; a run seen in both the DB and a perflog is kept once (the DB's)."""
+    seen, merged = set(), []
+    for runs in lists:
+        for run in runs:
+            ident = (run['system'], run['partition'], run['environ'], run['check'],
+                     run['jobid'], int(run['time'].timestamp()))
+            if ident not in seen:
+                seen.add(ident)
+                merged.append(run)
+    merged.sort(key=lambda r: r['time'])
+    return merged
+
+
+class History:
+    """Column-wise repetition table built from run records (see module docstring)."""
+
+    def __init__(self, runs):
+        assign_sessions(runs)
+        self.runs = runs
+        self._groups = {}
+        self.keys, key_index = [], {}
+        self.sessions, session_index = [], {}
+        cols = {n: [] for n in ('key', 'run', 'phase', 'rep', 'bytes', 'seconds', 'session')}
+        for run_id, run in enumerate(runs):
+            key = tuple(run[f] for f in KEY_FIELDS)
+            kid = key_index.setdefault(key, len(self.keys))
+            if kid == len(self.keys):
+                self.keys.append(key)
+            sid = session_index.setdefault(run['session'], len(self.sessions))
+            if sid == len(self.sessions):
+                self.sessions.append({'id': run['session'], 'start': run['session_start'],
+                                      'night': run['session_start'].date().isoformat()})
+            for phase_id, phase in enumerate(PHASES):
+                reps = run['reps'].get(phase)
+                if not reps:
+                    continue
+                n = len(reps)
+                cols['key'] += [kid] * n
+                cols['run'] += [run_id] * n
+                cols['phase'] += [phase_id] * n
+                cols['rep'] += range(n)
+                cols['bytes'] += [b for b, _ in reps]
+                cols['seconds'] += [t for _, t in reps]
+                cols['session'] += [sid] * n
+        ints = ('key', 'run', 'phase', 'rep', 'session')
+        self.col = {n: np.asarray(v, dtype=np.int64 if n in ints else np.float64)
+                    for n, v in cols.items()}
+        self.col['bw_MiBps'] = self.col['bytes'] / self.col['seconds'] / MiB
+        run_times = np.array([r['time'].timestamp() for r in runs], dtype=np.float64)
+        self.col['time'] = run_times[self.col['run']] if runs else np.zeros(0)
+        self.col['efficiency'] = self._efficiency()
+
+    def __len__(self):
+        return len(self.col['key'])
+
+    def _efficiency(self):
+        """Bandwidth / median baseline bandwidth of the same session and phase (NaN if none)."""
+        eff = np.full(len(self), np.nan)
+        self._baseline_var = {}
+        baseline_keys = [i for i, k in enumerate(self.keys)
+                         if parse_params(k[4]).get('backend') == BASELINE_BACKEND]
+        if not len(self) or not baseline_keys:
+            return eff
+        is_base = np.isin(self.col['key'], baseline_keys)
+        nphase = len(PHASES)
+        ref = np.full(len(self.sessions) * nphase, np.nan)
+        slot = self.col['session'] * nphase + self.col['phase']
+        base_slots = slot[is_base]
+        base_bw = self.col['bw_MiBps'][is_base]
+        order = np.argsort(base_slots, kind='stable')
+        base_slots, base_bw = base_slots[order], base_bw[order]
+        uniq, starts = np.unique(base_slots, return_index=True)
+        for s, chunk in zip(uniq, np.split(base_bw, starts[1:])):
+            ref[s] = np.median(chunk)
+            self._baseline_var[s] = median_log_var(chunk)
+        eff = self.col['bw_MiBps'] / ref[slot]
+        eff[is_base] = np.nan
+        return eff
+
+    def baseline_var(self, session_id, phase_id):
+        """Variance of log(baseline median) of a session and phase (0 when unknown)."""
+        return self._baseline_var.get(session_id * len(PHASES) + phase_id, 0.0)
+
+    def key_dict(self, kid):
+        return dict(zip(KEY_FIELDS, self.keys[kid]))
+
+    def groups(self, value='bw_MiBps'):
+        """{(key_id, phase): [(session_id, values array), ...] ordered by session start}."""
+        if value not in self._groups:
+            self._groups[value] = self._make_groups(value)
+        return self._groups[value]
+
+    def _make_groups(self, value):
+        out = {}
+        if not len(self):
+            return out
+        key, phase, sess = self.col['key'], self.col['phase'], self.col['session']
+        vals = self.col[value]
+        order = np.lexsort((sess, phase, key))
+        triples = np.stack([key[order], phase[order], sess[order]], axis=1)
+        change = np.flatnonzero(np.any(np.diff(triples, axis=0) != 0, axis=1)) + 1
+        for idx in np.split(order, change):
+            k, p, s = int(key[idx[0]]), int(phase[idx[0]]), int(sess[idx[0]])
+            v = vals[idx]
+            v = v[np.isfinite(v)]
+            if v.size:
+                out.setdefault((k, p), []).append((s, v))
+        for lst in out.values():
+            lst.sort(key=lambda item: self.sessions[item[0]]['start'])
+        return out
+
+    def rows(self, limit=None):
+        """Plain dict rows (tidy table) for printing or CSV."""
+        out = []
+        n = len(self) if limit is None else min(limit, len(self))
+        for i in range(n):
+            run = self.runs[self.col['run'][i]]
+            row = self.key_dict(self.col['key'][i])
+            row.update(time=run['time'].isoformat(), night=self.sessions[self.col['session'][i]]['night'],
+                       session=run['session'], phase=PHASES[self.col['phase'][i]],
+                       rep=int(self.col['rep'][i]), bytes=int(self.col['bytes'][i]),
+                       seconds=float(self.col['seconds'][i]),
+                       bw_MiBps=float(self.col['bw_MiBps'][i]),
+                       efficiency=float(self.col['efficiency'][i]), result=run['result'])
+            out.append(row)
+        return out
+
+
+def filter_runs(runs, system=None, date_from=None, date_to=None):
+    """Runs of ``system`` whose completion date is within [date_from, date_to] (ISO dates)."""
+    out = []
+    for run in runs:
+        day = run['time'].date().isoformat()
+        if system and run['system'] != system:
+            continue
+        if (date_from and day < date_from) or (date_to and day > date_to):
+            continue
+        out.append(run)
+    return out

@@ -1,0 +1,105 @@
+"""Real ReFrame runs feeding postprocess: the fio baseline check, and the results DB."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from postprocess.history import History, merge_runs, read_results_db  # noqa: E402
+from postprocess.perflog import read_perflogs  # noqa: E402
+
+pytestmark = pytest.mark.reframe
+
+
+def reframe(config, checkfile, tmp_path, *extra):
+    cmd = ['reframe', '-C', str(config), '-c', str(checkfile), '-r', '--system', 'local',
+           '--prefix', str(tmp_path / 'rf'), '--perflogdir', str(tmp_path / 'perflogs'),
+           '--report-file', str(tmp_path / 'report.json'), *extra]
+    return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+
+def test_baseline_fio_check_logs_raw_repetitions(tmp_path):
+    if not any(os.access(os.path.join(d, 'fio'), os.X_OK) for d in os.environ['PATH'].split(':')):
+        pytest.skip('fio not installed (apt-get install fio)')
+    proc = reframe(REPO / 'configs' / 'settings.py', REPO / 'reframe_checks' / 'baseline_fio.py',
+                   tmp_path, '-S', 'size_mib=8', '-S', 'repeat=2')
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    runs, diag = read_perflogs(tmp_path / 'perflogs')
+    assert list(diag) == [] and len(runs) == 1
+    run = runs[0]
+    assert run['param_dict']['backend'] == 'fio' and run['param_dict']['size'] == '8MiB'
+    for phase in ('write', 'read'):
+        assert [b for b, _ in run['reps'][phase]] == [8 * 2 ** 20] * 2
+        assert all(s > 0 for _, s in run['reps'][phase])
+    assert run['provenance']['sync_method'].startswith('fio end_fsync=1')
+    assert run['provenance']['cache_defeat'].startswith('fio invalidate=1')
+    assert not os.path.exists(run['provenance']['dir'])            # data removed
+    assert run['perf']['write_bw']['value'] > 0
+
+
+TINY_CHECK = '''
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import run_after, sanity_function, performance_function, variable
+
+
+@rfm.simple_test
+class TinyDBCheck(rfm.RunOnlyRegressionTest):
+    """Test-only: logs fixed iob_* fields through the real ReFrame logging and results DB."""
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    executable = 'echo'
+    executable_opts = ['write_bw=100']
+    iob_params = variable(str, value='backend=posix,mode=fpp,pattern=benchio,ranks=2,size=8,stripe=default')
+    iob_reps = variable(str, value='write=1048576:0.01,1048576:0.02;read=1048576:0.005')
+    iob_provenance = variable(str, value='{"sync_method":"fsync"}')
+
+    @sanity_function
+    def ok(self):
+        return sn.assert_found('write_bw', self.stdout)
+
+    @performance_function('MiB/s')
+    def write_bw(self):
+        return sn.extractsingle(r'write_bw=(\\S+)', self.stdout, 1, float)
+'''
+
+
+def test_results_db_ingest_matches_perflog(tmp_path):
+    (tmp_path / 'tiny.py').write_text(TINY_CHECK)
+    config = tmp_path / 'config.py'
+    config.write_text(textwrap.dedent(f'''
+        import importlib.util
+        spec = importlib.util.spec_from_file_location('s', {str(REPO / 'configs' / 'settings.py')!r})
+        base = importlib.util.module_from_spec(spec); spec.loader.exec_module(base)
+        site_configuration = dict(base.site_configuration)
+        site_configuration['storage'] = [{{'enable': True,
+                                          'sqlite_db_file': {str(tmp_path / 'results.db')!r}}}]
+    '''))
+    for _ in range(2):
+        proc = reframe(config, tmp_path / 'tiny.py', tmp_path)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+    db_runs, diag = read_results_db(str(tmp_path / 'results.db'))
+    assert list(diag) == [] and len(db_runs) == 2
+    assert len({r['session'] for r in db_runs}) == 2          # the DB knows the sessions
+    run = db_runs[0]
+    assert run['reps'] == {'write': [(1048576.0, 0.01), (1048576.0, 0.02)],
+                           'read': [(1048576.0, 0.005)]}
+    assert run['perf']['write_bw']['value'] == 100.0
+    log_runs, _ = read_perflogs(tmp_path / 'perflogs')
+    assert len(log_runs) == 2
+    merged = merge_runs(db_runs, log_runs)                       # same runs: kept once
+    assert len(merged) == 2 and all(len(r['session']) == 36 for r in merged)
+    assert len(History(merged)) == 6
+    # the CLI reads the DB too, alone or together with the perflogs (no double counting)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for extra in ([], ['--perflogs', str(tmp_path / 'perflogs')]):
+        proc = subprocess.run([sys.executable, '-m', 'postprocess', 'ingest', '--db',
+                               str(tmp_path / 'results.db'), *extra], capture_output=True,
+                              text=True, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert len(proc.stdout.splitlines()) == 1 + 6
