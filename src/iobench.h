@@ -124,6 +124,17 @@ typedef struct {
 const iob_backend *iob_find_backend(const char *name);
 extern const iob_backend *const iob_backends[]; /* NULL-terminated, compiled-in only */
 
+struct iob_json;
+
+/* One phase of a pattern that times itself (iob_pattern.run): reduced over ranks like the driver's. */
+typedef struct {
+    int done, verified;
+    int64_t bytes;                                     /* all ranks together */
+    double open_s, access_s, sync_s, close_s, total_s; /* max over ranks; total barrier to barrier */
+    double resident;                                   /* read: cache_resident_before_read */
+    char cache_defeat[64];                             /* read: how the page cache was defeated */
+} iob_run_phase;
+
 /* A workload pattern. */
 typedef struct {
     const char *name;
@@ -138,6 +149,12 @@ typedef struct {
     void (*teardown)(iob_ctx *c);
     /* Extra JSON members describing the layout (dims, global size, ...), appended to the result. */
     void (*describe)(const iob_ctx *c, struct iob_json *j);
+    /* Optional, for workloads that are not blocks of variables (metadata stress). When set, the driver
+     * calls run() once per repetition on all ranks (c->rep, c->path set) instead of the backend
+     * sequence; run() times its own phases barrier to barrier, fills out[0] (write) and out[1] (read),
+     * writes extra members of the repetition object into `extra` (rank 0's are used), cleans up its
+     * files unless --keep and returns IOB_OK or IOB_FAIL (after iob_fail). */
+    int (*run)(iob_ctx *c, struct iob_json *extra, iob_run_phase out[2]);
 } iob_pattern;
 
 const iob_pattern *iob_find_pattern(const char *name);

@@ -3,9 +3,19 @@
 #include "iobench.h"
 
 extern const iob_pattern iob_pattern_benchio;
+extern const iob_pattern iob_pattern_hacc, iob_pattern_nektar, iob_pattern_mdfiles;
+#ifdef IOB_HAVE_HDF5
+extern const iob_pattern iob_pattern_mddatasets;
+#endif
 
 const iob_pattern *const iob_patterns[] = {
     &iob_pattern_benchio,
+    &iob_pattern_hacc,
+    &iob_pattern_nektar,
+    &iob_pattern_mdfiles,
+#ifdef IOB_HAVE_HDF5
+    &iob_pattern_mddatasets,
+#endif
     NULL,
 };
 

@@ -1,0 +1,423 @@
+/* ADIOS2 backend (C bindings, MPI). Modes are engines: bp5 (default), bp4, hdf5. One global array per
+ * variable (shape gdims, this rank's start/count; a compound element of nfields doubles becomes a
+ * trailing dimension). The halo is stripped with adios2_set_memory_selection: the BP engines copy the
+ * block into their own buffer on put anyway, so packing it ourselves would only add a second copy.
+ * ADIOS2 never fsyncs: sync() closes the engine (the metadata is written at close) and then fsyncs
+ * every file the engine wrote, all inside the timer. ADIOS2 reports errors only on stderr, so each
+ * call's stderr is captured (and re-emitted) to put the library's own words into the message. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <adios2_c.h>
+#include "iobench.h"
+#include "stderr_capture.h"
+
+typedef struct {
+    adios2_adios *adios;
+    adios2_io *io;
+    adios2_engine *engine;
+    int writing;
+    char target[4096];      /* the .bp directory or the .h5 file */
+    void **packed;          /* hdf5 engine reads: packed block per variable (no memory selection) */
+} a2_state;
+
+/* ---- ADIOS2's message ------------------------------------------------------------------------- */
+/* "[Sun Nov 22 03:43:07 2026]": ADIOS2's timestamp, not part of the message. */
+static int is_stamp(const char *p)
+{
+    const char *e = strchr(p, ']');
+    return p[0] == '[' && e && e - p == 25 && p[14] == ':' && p[17] == ':';
+}
+
+/* The captured text as one line without colour codes and timestamps (ADIOS2 nests the engine's
+ * exception inside the binding's error). */
+static void cap_end(char *msg, size_t n)
+{
+    char buf[8192];
+    cap_take(buf, sizeof buf);
+    char *o = buf;
+    for (char *i = buf; *i; i++) {
+        if (*i == '\033' && i[1] == '[') { /* ESC [ ... m */
+            while (i[1] && *i != 'm')
+                i++;
+            continue;
+        }
+        if (is_stamp(i)) {
+            i = strchr(i, ']') + (strchr(i, ']')[1] == ' ');
+            continue;
+        }
+        *o++ = (*i == '\n' || *i == '\r') ? ' ' : *i;
+    }
+    while (o > buf && o[-1] == ' ')
+        o--;
+    *o = '\0';
+    snprintf(msg, n, "%.*s", (int)n - 1, buf + strspn(buf, " "));
+}
+
+static int a2fail(iob_ctx *c, const char *call, const char *captured)
+{
+    return iob_fail(c, "%s: %s", call, captured[0] ? captured : "ADIOS2 call failed (no message)");
+}
+
+/* Run an adios2_error call with its stderr captured; on error record it and take `fail`. */
+#define A2(c, call, expr)                                                                         \
+    do {                                                                                          \
+        char msg_[IOB_ERRLEN];                                                                    \
+        cap_begin();                                                                              \
+        adios2_error e_ = (expr);                                                                 \
+        cap_end(msg_, sizeof msg_);                                                               \
+        if (e_ != adios2_error_none) {                                                            \
+            a2fail(c, call, msg_);                                                                \
+            goto fail;                                                                            \
+        }                                                                                         \
+    } while (0)
+/* Same for calls that return a handle (NULL on error). */
+#define A2P(c, call, lhs, expr)                                                                   \
+    do {                                                                                          \
+        char msg_[IOB_ERRLEN];                                                                    \
+        cap_begin();                                                                              \
+        lhs = (expr);                                                                             \
+        cap_end(msg_, sizeof msg_);                                                               \
+        if (!(lhs)) {                                                                             \
+            a2fail(c, call, msg_);                                                                \
+            goto fail;                                                                            \
+        }                                                                                         \
+    } while (0)
+
+/* ---- modes, params ------------------------------------------------------------------------------ */
+static const char *engine_type(const char *mode)
+{
+    return strcmp(mode, "bp4") == 0 ? "BP4" : strcmp(mode, "hdf5") == 0 ? "HDF5" : "BP5";
+}
+
+static const char *const bp5_keys[] = {"NumAggregators", "AggregatorRatio", "NumSubFiles", "AggregationType",
+                                       "BufferChunkSize", "AsyncWrite", "BurstBufferPath", "DirectIO",
+                                       "StatsLevel", NULL};
+static const char *const bp4_keys[] = {"NumAggregators", "AggregatorRatio", "BurstBufferPath",
+                                       "BurstBufferDrain", "InitialBufferSize", "MaxBufferSize",
+                                       "CollectiveMetadata", "StatsLevel", NULL};
+static const char *const hdf5_keys[] = {"H5CollectiveMPIO", NULL};
+static const char *const all_keys[] = {"NumAggregators", "AggregatorRatio", "NumSubFiles", "AggregationType",
+                                       "BufferChunkSize", "AsyncWrite", "BurstBufferPath", "DirectIO",
+                                       "StatsLevel", "BurstBufferDrain", "InitialBufferSize", "MaxBufferSize",
+                                       "CollectiveMetadata", "H5CollectiveMPIO", NULL};
+
+static int listed(const char *const *l, const char *k)
+{
+    for (; *l; l++)
+        if (strcmp(*l, k) == 0)
+            return 1;
+    return 0;
+}
+
+static int check(const iob_opts *o, int nranks, char *err, size_t errlen)
+{
+    const char *mode = o->mode ? o->mode : "bp5";
+    const char *const *keys = strcmp(mode, "bp4") == 0 ? bp4_keys : strcmp(mode, "hdf5") == 0 ? hdf5_keys : bp5_keys;
+    for (int i = 0; i < o->params.n; i++) {
+        const char *k = o->params.kv[i].key, *v = o->params.kv[i].value;
+        if (!listed(all_keys, k))
+            continue; /* a pattern's key */
+        if (!listed(keys, k)) {
+            snprintf(err, errlen, "adios2 param not used by engine %s '%s'", engine_type(mode), k);
+            return IOB_BADINPUT;
+        }
+        if (strcmp(k, "AggregatorRatio") == 0) {
+            char *end;
+            errno = 0;
+            long r = strtol(v, &end, 10);
+            if (errno || *end || end == v || r < 1 || nranks % r) {
+                snprintf(err, errlen, "adios2 param AggregatorRatio must divide the %d ranks '%s'", nranks, v);
+                return IOB_BADINPUT;
+            }
+        }
+        /* the HDF5 engine treats any other value as "independent" without a word */
+        if (strcmp(k, "H5CollectiveMPIO") == 0 && strcmp(v, "yes") && strcmp(v, "no") && strcmp(v, "true") &&
+            strcmp(v, "false")) {
+            snprintf(err, errlen, "adios2 param H5CollectiveMPIO (yes|no|true|false) '%s'", v);
+            return IOB_BADINPUT;
+        }
+    }
+    return IOB_OK;
+}
+
+static void target_name(const iob_ctx *c, char *out, size_t n)
+{
+    snprintf(out, n, "%.4080s%s", c->path, strcmp(c->opt->mode, "hdf5") == 0 ? ".h5" : ".bp");
+}
+
+static int files(const iob_ctx *c, char paths[][4096], int max)
+{
+    if (max < 1)
+        return 0;
+    target_name(c, paths[0], 4096);
+    return 1;
+}
+
+/* ---- open / write / read ------------------------------------------------------------------------ */
+static int a2_open(iob_ctx *c, int writing)
+{
+    a2_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return iob_fail(c, "adios2: out of memory");
+    c->backend_state = s;
+    s->writing = writing;
+    target_name(c, s->target, sizeof s->target);
+    snprintf(c->sync_method, sizeof c->sync_method, "fsync of engine files after close");
+    const char *type = engine_type(c->opt->mode);
+    char call[4200];
+    A2P(c, "adios2_init_mpi", s->adios, adios2_init_mpi(c->comm));
+    A2P(c, "adios2_declare_io(iobench)", s->io, adios2_declare_io(s->adios, "iobench"));
+    snprintf(call, sizeof call, "adios2_set_engine(%s)", type);
+    A2(c, call, adios2_set_engine(s->io, type));
+    A2(c, "adios2_set_parameter(Profile=Off)", adios2_set_parameter(s->io, "Profile", "Off"));
+    for (int i = 0; i < c->opt->params.n; i++) {
+        const iob_kv *kv = &c->opt->params.kv[i];
+        if (!listed(all_keys, kv->key))
+            continue;
+        snprintf(call, sizeof call, "adios2_set_parameter(%s=%s)", kv->key, kv->value);
+        A2(c, call, adios2_set_parameter(s->io, kv->key, kv->value));
+    }
+    /* the engine parses its parameters in open, and its message may not name the one it chokes on */
+    size_t len = (size_t)snprintf(call, sizeof call, "adios2_open(%s, %s", s->target, writing ? "write" : "read");
+    for (int i = 0, k = 0; i < c->opt->params.n && len < sizeof call; i++)
+        if (listed(all_keys, c->opt->params.kv[i].key))
+            len += (size_t)snprintf(call + len, sizeof call - len, "%s%s=%s", k++ ? ", " : "; ",
+                                    c->opt->params.kv[i].key, c->opt->params.kv[i].value);
+    if (len < sizeof call)
+        snprintf(call + len, sizeof call - len, ")");
+    A2P(c, call, s->engine, adios2_open(s->io, s->target, writing ? adios2_mode_write : adios2_mode_read));
+    return IOB_OK;
+fail:
+    return IOB_FAIL; /* close() releases what was created */
+}
+
+/* Shape, start, count (and memory start/count) with the compound fields as a trailing dimension. */
+static size_t dims_of(const iob_var *v, size_t *shape, size_t *start, size_t *count, size_t *mstart,
+                      size_t *mcount)
+{
+    int nd = v->ndims;
+    for (int d = 0; d < nd; d++) {
+        shape[d] = (size_t)v->gdims[d], start[d] = (size_t)v->start[d], count[d] = (size_t)v->count[d];
+        mstart[d] = (size_t)v->moff[d], mcount[d] = (size_t)v->mdims[d];
+    }
+    if (v->nfields > 1) {
+        shape[nd] = count[nd] = mcount[nd] = (size_t)v->nfields;
+        start[nd] = mstart[nd] = 0;
+        nd++;
+    }
+    return (size_t)nd;
+}
+
+static int has_halo(const iob_var *v)
+{
+    for (int d = 0; d < v->ndims; d++)
+        if (v->mdims[d] != v->count[d])
+            return 1;
+    return 0;
+}
+
+static adios2_type elem_type(const iob_var *v)
+{
+    return v->dtype == IOB_INT64 && v->nfields == 1 ? adios2_type_int64_t : adios2_type_double;
+}
+
+static int a2_write(iob_ctx *c)
+{
+    a2_state *s = c->backend_state;
+    adios2_step_status st;
+    A2(c, "adios2_begin_step", adios2_begin_step(s->engine, adios2_step_mode_append, -1.0f, &st));
+    for (int i = 0; i < c->nvars; i++) {
+        const iob_var *v = &c->vars[i];
+        size_t shape[IOB_MAXDIMS + 1], start[IOB_MAXDIMS + 1], count[IOB_MAXDIMS + 1];
+        size_t ms[IOB_MAXDIMS + 1], mc[IOB_MAXDIMS + 1];
+        size_t nd = dims_of(v, shape, start, count, ms, mc);
+        adios2_variable *var;
+        char call[256];
+        snprintf(call, sizeof call, "adios2_define_variable(%s)", v->name);
+        A2P(c, call, var, adios2_define_variable(s->io, v->name, elem_type(v), nd, shape, start, count,
+                                                 adios2_constant_dims_true));
+        static double nothing; /* put needs a pointer even for an empty block */
+        if (iob_var_count_elems(v) == 0) {
+            /* BP: no block. HDF5: the engine creates the dataset at put, and parallel HDF5 needs
+             * every rank to take part in that, so an empty block is put too. */
+            if (strcmp(c->opt->mode, "hdf5") == 0) {
+                snprintf(call, sizeof call, "adios2_put(%s, empty block)", v->name);
+                A2(c, call, adios2_put(s->engine, var, &nothing, adios2_mode_deferred));
+            }
+            continue;
+        }
+        if (has_halo(v))
+            A2(c, "adios2_set_memory_selection", adios2_set_memory_selection(var, nd, ms, mc));
+        snprintf(call, sizeof call, "adios2_put(%s)", v->name);
+        A2(c, call, adios2_put(s->engine, var, v->buf, adios2_mode_deferred));
+    }
+    /* EndStep hands the data to the engine's transports (BP5 writes it here unless AsyncWrite) */
+    A2(c, "adios2_end_step", adios2_end_step(s->engine));
+    return IOB_OK;
+fail:
+    return IOB_FAIL;
+}
+
+/* Copy one run of the packed block (arg) to its place in the halo'd buffer. */
+static int unpack_run(void *packed, int64_t off, void *mem, int64_t bytes)
+{
+    memcpy(mem, (char *)packed + off, (size_t)bytes);
+    return 0;
+}
+
+static int a2_read(iob_ctx *c)
+{
+    a2_state *s = c->backend_state;
+    int hdf5 = strcmp(c->opt->mode, "hdf5") == 0;
+    adios2_step_status st;
+    A2(c, "adios2_begin_step", adios2_begin_step(s->engine, adios2_step_mode_read, -1.0f, &st));
+    if (st != adios2_step_status_ok)
+        return iob_fail(c, "adios2_begin_step(%s): no step to read (status %d)", s->target, (int)st);
+    if (hdf5 && !s->packed && !(s->packed = calloc((size_t)c->nvars, sizeof *s->packed)))
+        return iob_fail(c, "adios2: out of memory");
+    for (int i = 0; i < c->nvars; i++) {
+        const iob_var *v = &c->vars[i];
+        size_t shape[IOB_MAXDIMS + 1], start[IOB_MAXDIMS + 1], count[IOB_MAXDIMS + 1];
+        size_t ms[IOB_MAXDIMS + 1], mc[IOB_MAXDIMS + 1], fshape[IOB_MAXDIMS + 1], fnd = 0;
+        size_t nd = dims_of(v, shape, start, count, ms, mc);
+        adios2_variable *var;
+        char call[256];
+        snprintf(call, sizeof call, "adios2_inquire_variable(%s)", v->name);
+        A2P(c, call, var, adios2_inquire_variable(s->io, v->name));
+        /* a file of another shape (other rank count or size) is named, not misread */
+        A2(c, "adios2_variable_ndims", adios2_variable_ndims(&fnd, var));
+        if (fnd == nd)
+            A2(c, "adios2_variable_shape", adios2_variable_shape(fshape, var));
+        for (size_t d = 0; d < nd; d++)
+            if (fnd != nd || fshape[d] != shape[d])
+                return iob_fail(c, "adios2: variable %s in %s has another shape than this run expects "
+                                   "(written with other --size or rank count?)", v->name, s->target);
+        if (iob_var_count_elems(v) == 0)
+            continue;
+        A2(c, "adios2_set_selection", adios2_set_selection(var, nd, start, count));
+        void *dst = v->buf;
+        if (hdf5 && has_halo(v)) { /* the HDF5 engine ignores memory selections on reads */
+            size_t bytes = (size_t)(iob_var_count_elems(v) * iob_var_elem_bytes(v));
+            if (!s->packed[i] && !(s->packed[i] = malloc(bytes)))
+                return iob_fail(c, "adios2: out of memory for %zu bytes", bytes);
+            dst = s->packed[i];
+        } else if (has_halo(v)) {
+            A2(c, "adios2_set_memory_selection", adios2_set_memory_selection(var, nd, ms, mc));
+        }
+        snprintf(call, sizeof call, "adios2_get(%s)", v->name);
+        A2(c, call, adios2_get(s->engine, var, dst, adios2_mode_deferred));
+    }
+    A2(c, "adios2_end_step", adios2_end_step(s->engine)); /* performs the deferred gets */
+    for (int i = 0; hdf5 && i < c->nvars; i++) {
+        const iob_var *v = &c->vars[i];
+        if (!s->packed[i])
+            continue;
+        iob_var packed = *v; /* unpack: the packed block is a "file" holding just this block */
+        for (int d = 0; d < v->ndims; d++)
+            packed.gdims[d] = v->count[d], packed.start[d] = 0;
+        packed.file_offset = 0;
+        iob_var_foreach_run(&packed, unpack_run, s->packed[i]);
+    }
+    return IOB_OK;
+fail:
+    return IOB_FAIL;
+}
+
+/* ---- sync / close ------------------------------------------------------------------------------- */
+static int fsync_path(iob_ctx *c, const char *p)
+{
+    int fd = open(p, O_RDONLY);
+    if (fd < 0)
+        return iob_fail(c, "open(%s) for fsync: %s", p, strerror(errno));
+    int rc = fsync(fd), e = errno;
+    close(fd);
+    return rc == 0 ? IOB_OK : iob_fail(c, "fsync(%s): %s", p, strerror(e));
+}
+
+/* fsync the file, or every regular file in the directory (BP: data.*, md.*, mmd.0, md.idx, ...). */
+static int fsync_target(iob_ctx *c, const char *target)
+{
+    struct stat st;
+    if (stat(target, &st) != 0)
+        return iob_fail(c, "stat(%s) after adios2_close: %s", target, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return fsync_path(c, target);
+    DIR *d = opendir(target);
+    if (!d)
+        return iob_fail(c, "opendir(%s): %s", target, strerror(errno));
+    int rc = IOB_OK;
+    struct dirent *e;
+    while (rc == IOB_OK && (e = readdir(d))) {
+        char p[8192];
+        snprintf(p, sizeof p, "%s/%s", target, e->d_name);
+        if (e->d_name[0] != '.' && stat(p, &st) == 0 && S_ISREG(st.st_mode))
+            rc = fsync_path(c, p);
+    }
+    closedir(d);
+    return rc;
+}
+
+static int a2_sync(iob_ctx *c)
+{
+    a2_state *s = c->backend_state;
+    adios2_engine *e = s->engine;
+    s->engine = NULL;
+    char call[4200];
+    snprintf(call, sizeof call, "adios2_close(%s)", s->target);
+    A2(c, call, adios2_close(e));
+    /* One fsync per node: ranks on a node share its page cache, which holds every dirty page. */
+    if (c->node_rank == 0)
+        return fsync_target(c, s->target);
+    return IOB_OK;
+fail:
+    return IOB_FAIL;
+}
+
+static int a2_close(iob_ctx *c)
+{
+    a2_state *s = c->backend_state;
+    if (!s)
+        return IOB_OK;
+    int rc = IOB_OK;
+    char call[4200];
+    if (s->engine) {
+        snprintf(call, sizeof call, "adios2_close(%s)", s->target);
+        A2(c, call, adios2_close(s->engine));
+    }
+    goto done;
+fail:
+    rc = IOB_FAIL;
+done:
+    if (s->adios) {
+        char msg[IOB_ERRLEN];
+        cap_begin();
+        adios2_error e = adios2_finalize(s->adios);
+        cap_end(msg, sizeof msg);
+        if (e != adios2_error_none && rc == IOB_OK)
+            rc = a2fail(c, "adios2_finalize", msg);
+    }
+    for (int i = 0; s->packed && i < c->nvars; i++)
+        free(s->packed[i]);
+    free(s->packed);
+    free(s);
+    c->backend_state = NULL;
+    return rc;
+}
+
+static void versions(iob_kvlist *out)
+{
+    iob_kv_put(out, "adios2", ADIOS2_VERSION_STR);
+}
+
+static const char *const modes[] = {"bp5", "bp4", "hdf5", NULL};
+const iob_backend iob_backend_adios2 = {
+    .name = "adios2", .modes = modes, .param_keys = all_keys, .check = check, .files = files,
+    .open = a2_open, .write = a2_write, .read = a2_read, .sync = a2_sync, .close = a2_close,
+    .versions = versions,
+};

@@ -1,0 +1,159 @@
+/* POSIX backend. fpp: one file per rank (path.<rank>), the block packed in C order. shared: one file
+ * holding the global array; each contiguous run goes to its global C-order offset. Runs adjacent in the
+ * file are gathered into pwritev/preadv calls (up to IOV_MAX buffers) so halo rows cost no extra calls. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "iobench.h"
+
+#define MAXIOV 1024 /* IOV_MAX on Linux */
+#ifndef IOB_POSIX_BATCH
+#define IOB_POSIX_BATCH (4LL << 20) /* bytes per call */
+#endif
+
+typedef struct {
+    iob_ctx *c;
+    int fd, writing;
+    char file[4096];
+    struct iovec iov[MAXIOV];
+    int niov;
+    int64_t off, len; /* file extent of the pending batch */
+} posix_state;
+
+static int fpp(const iob_ctx *c) { return strcmp(c->opt->mode, "fpp") == 0; }
+
+static void file_name(const iob_ctx *c, char *out, size_t n)
+{
+    if (fpp(c))
+        snprintf(out, n, "%.4080s.%d", c->path, c->io_rank);
+    else
+        snprintf(out, n, "%s", c->path);
+}
+
+static int files(const iob_ctx *c, char paths[][4096], int max)
+{
+    if (max < 1)
+        return 0;
+    file_name(c, paths[0], 4096);
+    return 1;
+}
+
+static int posix_open(iob_ctx *c, int writing)
+{
+    posix_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return iob_fail(c, "posix: out of memory");
+    s->c = c;
+    s->writing = writing;
+    file_name(c, s->file, sizeof s->file);
+    s->fd = open(s->file, writing ? O_WRONLY | O_CREAT : O_RDONLY, 0644);
+    if (s->fd < 0) {
+        int e = errno;
+        iob_fail(c, "open(%s): %s", s->file, strerror(e));
+        free(s);
+        return IOB_FAIL;
+    }
+    c->backend_state = s;
+    snprintf(c->sync_method, sizeof c->sync_method, "fsync");
+    return IOB_OK;
+}
+
+/* Issue the pending batch, looping on short transfers and EINTR. */
+static int flush(posix_state *s)
+{
+    int64_t done = 0, off = s->off;
+    struct iovec *iov = s->iov;
+    int n = s->niov;
+    while (n > 0) {
+        ssize_t r = s->writing ? pwritev(s->fd, iov, n, off) : preadv(s->fd, iov, n, off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return iob_fail(s->c, "%s(%s, offset %lld): %s", s->writing ? "pwritev" : "preadv", s->file,
+                            (long long)off, strerror(errno));
+        if (r == 0)
+            return iob_fail(s->c, "preadv(%s, offset %lld): unexpected end of file (%lld of %lld bytes)",
+                            s->file, (long long)off, (long long)done, (long long)s->len);
+        done += r, off += r;
+        while (n > 0 && (size_t)r >= iov->iov_len)
+            r -= (ssize_t)iov->iov_len, iov++, n--;
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + r;
+            iov->iov_len -= (size_t)r;
+        }
+    }
+    s->niov = 0;
+    s->len = 0;
+    return IOB_OK;
+}
+
+static int add_run(void *arg, int64_t file_off, void *mem, int64_t bytes)
+{
+    posix_state *s = arg;
+    /* calls of at most IOB_POSIX_BATCH bytes (IOR-like 4 MiB transfers) */
+    while (bytes > 0) {
+        int64_t chunk = bytes > IOB_POSIX_BATCH ? IOB_POSIX_BATCH : bytes;
+        if (s->niov && (s->niov == MAXIOV || file_off != s->off + s->len || s->len + chunk > IOB_POSIX_BATCH))
+            if (flush(s))
+                return IOB_FAIL;
+        if (s->niov == 0)
+            s->off = file_off;
+        s->iov[s->niov].iov_base = mem;
+        s->iov[s->niov].iov_len = (size_t)chunk;
+        s->niov++;
+        s->len += chunk;
+        file_off += chunk, mem = (char *)mem + chunk, bytes -= chunk;
+    }
+    return IOB_OK;
+}
+
+static int transfer(iob_ctx *c)
+{
+    posix_state *s = c->backend_state;
+    int64_t packed = 0;
+    for (int i = 0; i < c->nvars; i++) {
+        iob_var v = c->vars[i];
+        if (fpp(c)) { /* the rank's own file holds its blocks packed one after another */
+            for (int d = 0; d < v.ndims; d++)
+                v.gdims[d] = v.count[d], v.start[d] = 0;
+            v.file_offset = packed;
+            packed += iob_var_count_elems(&v) * iob_var_elem_bytes(&v);
+        }
+        if (iob_var_foreach_run(&v, add_run, s))
+            return IOB_FAIL;
+    }
+    return s->niov ? flush(s) : IOB_OK;
+}
+
+static int posix_sync(iob_ctx *c)
+{
+    posix_state *s = c->backend_state;
+    if (fsync(s->fd) != 0)
+        return iob_fail(c, "fsync(%s): %s", s->file, strerror(errno));
+    return IOB_OK;
+}
+
+static int posix_close(iob_ctx *c)
+{
+    posix_state *s = c->backend_state;
+    if (!s)
+        return IOB_OK;
+    int rc = close(s->fd), e = errno;
+    c->backend_state = NULL;
+    char file[4096];
+    snprintf(file, sizeof file, "%s", s->file);
+    free(s);
+    return rc == 0 ? IOB_OK : iob_fail(c, "close(%s): %s", file, strerror(e));
+}
+
+static const char *const modes[] = {"fpp", "shared", NULL};
+static const char *const no_params[] = {NULL};
+const iob_backend iob_backend_posix = {
+    .name = "posix", .modes = modes, .param_keys = no_params, .files = files, .open = posix_open,
+    .write = transfer, .read = transfer, .sync = posix_sync, .close = posix_close,
+};

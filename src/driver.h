@@ -1,0 +1,61 @@
+/* Private declarations shared by main.c, options.c, cachedefeat.c and result.c (not a plugin seam). */
+#ifndef IOB_DRIVER_H
+#define IOB_DRIVER_H
+#include <stdio.h>
+#include "iobench.h"
+
+enum { IOB_INFO_EXIT = 3 };   /* --help/--version/--list handled: exit 0 */
+#define IOB_MAXFILES 64
+
+/* Parse and validate argv (no MPI calls, nothing created). Returns IOB_OK, IOB_BADINPUT (err filled with
+ * "<what> '<value>'") or IOB_INFO_EXIT (text printed to `out` when out != NULL). */
+int iob_parse_options(int argc, char **argv, iob_opts *o, int nranks, FILE *out, char *err, size_t errlen);
+
+/* One phase of one repetition, already reduced (max over ranks). */
+typedef struct {
+    int done;
+    int64_t bytes;
+    double open_s, access_s, sync_s, close_s, total_s;
+    int verified;
+    double resident;            /* read only: cache_resident_before_read */
+} iob_phase;
+
+typedef struct {
+    int rep;
+    iob_phase w, r;
+    int nfiles;
+    char (*files)[4096];
+    iob_json extra;             /* members a self-timed pattern adds to this repetition (rank 0) */
+} iob_rep;
+
+typedef struct {
+    const iob_backend *be;
+    const iob_pattern *pat;
+    char started[32];
+    char hosts[4096];           /* JSON array body, already quoted */
+    char fs_type[64];
+    char cache_defeat[64];
+    int64_t bytes_per_rank, bytes_total;
+    iob_kvlist versions;
+    int nreps;
+    iob_rep *reps;
+    int failed;
+} iob_result;
+
+/* cachedefeat.c: apply fn to each regular file of the backend's files() list (directories walked). */
+int iob_for_each_data_file(const iob_ctx *c, const iob_backend *be, int (*fn)(const char *path, void *arg),
+                           void *arg);
+int iob_drop_cache(const iob_ctx *c, const iob_backend *be);          /* posix_fadvise DONTNEED */
+double iob_resident_fraction(const iob_ctx *c, const iob_backend *be); /* mincore, this rank */
+void iob_remove_data(const iob_ctx *c, const iob_backend *be);          /* unlink / rm -r, ENOENT ok */
+int iob_data_missing(const iob_ctx *c, const iob_backend *be, char *missing, size_t len);
+const char *iob_fs_type(const char *dir);
+
+/* result.c: the JSON document (rank 0). */
+void iob_result_json(const iob_ctx *c, const iob_result *res, iob_json *j);
+void iob_json_free(iob_json *j);
+
+/* pattern_run.c: one repetition of a self-timed pattern (iob_pattern.run); raw member splice. */
+int iob_pattern_run_rep(iob_ctx *c, iob_result *res, iob_rep *r);
+void iob_json_splice(iob_json *j, const iob_json *members);
+#endif

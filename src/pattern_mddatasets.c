@@ -1,0 +1,367 @@
+/* Metadata stress in one HDF5 file, Exodus-like (seed 003): `nblocks` groups /block_<b> (2 attributes
+ * each) holding `nvars` 1-D datasets var_<v> (2 attributes each) of P*n doubles; rank r writes elements
+ * [r*n, (r+1)*n) of every dataset (--size n, default 32: small, so metadata dominates). Collective metadata
+ * (H5Pset_all_coll_metadata_ops + H5Pset_coll_metadata_write) is param coll_metadata=0|1; what the file's
+ * access property list reports back is recorded. Phases, each barrier to barrier (slowest rank):
+ * write = open (H5Fcreate), define (groups, datasets, attributes), write (H5Dwrite), close (H5Fflush then
+ * close everything); read = open, lookup (open groups/datasets, read attributes), read, close.
+ * Runs with --backend hdf5 (mode independent/collective = the data transfer); does its own I/O through
+ * iob_pattern.run. Value of dataset d = b*nvars + v at global index g: d*P*n + g + 1.
+ */
+#include <fcntl.h>
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "pattern_run.h"
+
+static const char *const mdd_keys[] = {"nvars", "nblocks", "coll_metadata", "alignment", "meta_block_size",
+                                       NULL};
+
+typedef struct {
+    int64_t nvars, nblocks, n;
+    int coll;                 /* requested */
+    hbool_t got_ops, got_write; /* read back from the file's access property list */
+    hid_t file, *groups, *dsets;
+    double *buf;              /* nblocks*nvars*n */
+} mdd_state;
+
+static int mdd_params(const iob_opts *o, int nranks, mdd_state *s, char *err, size_t errlen)
+{
+    const char *cm = iob_kv_get(&o->params, "coll_metadata");
+    if (iob_run_param_pos(o, "nvars", 20, 100000, &s->nvars, "nvars for mddatasets", err, errlen) ||
+        iob_run_param_pos(o, "nblocks", 50, 100000, &s->nblocks, "nblocks for mddatasets", err, errlen))
+        return IOB_BADINPUT;
+    if (cm && strcmp(cm, "0") != 0 && strcmp(cm, "1") != 0) {
+        snprintf(err, errlen, "coll_metadata (0 or 1) '%s'", cm);
+        return IOB_BADINPUT;
+    }
+    s->coll = cm && strcmp(cm, "1") == 0;
+    s->n = o->size[0];
+    if (o->nsize != 1) {
+        snprintf(err, errlen, "--size for mddatasets (elements per rank per dataset, one number) '%lld,...'",
+                 (long long)o->size[0]);
+        return IOB_BADINPUT;
+    }
+    if ((double)s->nvars * s->nblocks > 1e6 || (double)s->nvars * s->nblocks * s->n * nranks > 9e15) {
+        snprintf(err, errlen, "nvars x nblocks for mddatasets (at most 1e6 datasets) '%lld'",
+                 (long long)(s->nvars * s->nblocks));
+        return IOB_BADINPUT;
+    }
+    return IOB_OK;
+}
+
+static int mdd_check(const iob_opts *o, int nranks, char *err, size_t errlen)
+{
+    mdd_state s;
+    if (strcmp(o->backend, "hdf5") != 0) {
+        snprintf(err, errlen, "backend for mddatasets (hdf5) '%s'", o->backend);
+        return IOB_BADINPUT;
+    }
+    if (!o->do_write) {
+        snprintf(err, errlen, "--phase for mddatasets (write or both) '%s'", "read");
+        return IOB_BADINPUT;
+    }
+    return mdd_params(o, nranks, &s, err, errlen);
+}
+
+static int mdd_setup(iob_ctx *c)
+{
+    if (c->pattern_state)
+        return IOB_OK;
+    char err[256];
+    mdd_state *s = calloc(1, sizeof *s);
+    c->pattern_state = s;
+    c->vars = calloc(1, sizeof(iob_var)); /* no block variables: run() does the I/O */
+    c->nvars = 0;
+    if (!s || !c->vars || mdd_params(c->opt, c->nranks, s, err, sizeof err))
+        return iob_fail(c, "mddatasets: setup failed %s", s ? err : "");
+    size_t nd = (size_t)(s->nblocks * s->nvars);
+    s->groups = calloc((size_t)s->nblocks, sizeof(hid_t));
+    s->dsets = calloc(nd, sizeof(hid_t));
+    s->buf = malloc(nd * (size_t)s->n * sizeof(double));
+    if (!s->groups || !s->dsets || !s->buf)
+        return iob_fail(c, "mddatasets: cannot allocate %zu datasets of %lld elements", nd, (long long)s->n);
+    return IOB_OK;
+}
+
+/* The HDF5 error stack's innermost message (the library's own text). Call before any other H5
+ * call: every successful API call clears the stack. */
+static herr_t mdd_err_cb(unsigned n, const H5E_error2_t *e, void *arg)
+{
+    if (n == 0)
+        snprintf(arg, 512, "%s (in %s)", e->desc, e->func_name);
+    return 0;
+}
+
+static int mdd_fail(iob_ctx *c, const char *call, const char *obj)
+{
+    char msg[512] = "unknown HDF5 error";
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, mdd_err_cb, msg);
+    return iob_fail(c, "%s(%s): %s", call, obj, msg);
+}
+
+#define H5CHK(expr, call, obj) do { if ((expr) < 0) return mdd_fail(c, call, obj); } while (0)
+
+static hid_t mdd_fapl(iob_ctx *c, mdd_state *s)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    MPI_Info info = iob_make_info(c->opt);
+    H5Pset_fapl_mpio(fapl, c->comm, info);
+    if (info != MPI_INFO_NULL)
+        MPI_Info_free(&info);
+    H5Pset_all_coll_metadata_ops(fapl, s->coll);
+    H5Pset_coll_metadata_write(fapl, s->coll);
+    const char *al = iob_kv_get(&c->opt->params, "alignment"), *mb = iob_kv_get(&c->opt->params, "meta_block_size");
+    if (al) { /* ALIGN or THRESH,ALIGN (validated by the hdf5 backend's check) */
+        const char *comma = strchr(al, ',');
+        H5Pset_alignment(fapl, comma ? strtoull(al, NULL, 10) : 1, strtoull(comma ? comma + 1 : al, NULL, 10));
+    }
+    if (mb)
+        H5Pset_meta_block_size(fapl, strtoull(mb, NULL, 10));
+    return fapl;
+}
+
+static double mdd_value(const iob_ctx *c, const mdd_state *s, int64_t d, int64_t g)
+{
+    return (double)(d * c->nranks * s->n + g + 1);
+}
+
+static int mdd_define(iob_ctx *c, mdd_state *s, int creating)
+{
+    char name[64];
+    hsize_t gd = (hsize_t)(c->nranks * s->n);
+    hid_t space = H5Screate_simple(1, &gd, NULL), scalar = H5Screate(H5S_SCALAR);
+    for (int64_t b = 0; b < s->nblocks; b++) {
+        int64_t battr[2] = {b + 1, c->nranks * s->n}, got[2];
+        snprintf(name, sizeof name, "block_%lld", (long long)b);
+        s->groups[b] = creating ? H5Gcreate2(s->file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                                : H5Gopen2(s->file, name, H5P_DEFAULT);
+        H5CHK(s->groups[b], creating ? "H5Gcreate2" : "H5Gopen2", name);
+        for (int a = 0; a < 2; a++) {
+            const char *an = a ? "num_elements" : "id";
+            hid_t at = creating ? H5Acreate2(s->groups[b], an, H5T_NATIVE_INT64, scalar, H5P_DEFAULT, H5P_DEFAULT)
+                                : H5Aopen(s->groups[b], an, H5P_DEFAULT);
+            H5CHK(at, creating ? "H5Acreate2" : "H5Aopen", an);
+            herr_t e = creating ? H5Awrite(at, H5T_NATIVE_INT64, &battr[a]) : H5Aread(at, H5T_NATIVE_INT64, &got[a]);
+            int rc = e < 0 ? mdd_fail(c, creating ? "H5Awrite" : "H5Aread", an) : IOB_OK;
+            H5Aclose(at);
+            if (rc)
+                return rc;
+            if (!creating && got[a] != battr[a])
+                return iob_fail(c, "mddatasets: attribute %s/%s: read %lld, expected %lld", name, an,
+                                (long long)got[a], (long long)battr[a]);
+        }
+        for (int64_t v = 0; v < s->nvars; v++) {
+            int64_t d = b * s->nvars + v, vattr[2] = {v, d}, vgot[2];
+            snprintf(name, sizeof name, "var_%lld", (long long)v);
+            s->dsets[d] = creating ? H5Dcreate2(s->groups[b], name, H5T_NATIVE_DOUBLE, space, H5P_DEFAULT,
+                                                H5P_DEFAULT, H5P_DEFAULT)
+                                   : H5Dopen2(s->groups[b], name, H5P_DEFAULT);
+            H5CHK(s->dsets[d], creating ? "H5Dcreate2" : "H5Dopen2", name);
+            for (int a = 0; a < 2; a++) {
+                const char *an = a ? "dataset_index" : "variable_index";
+                hid_t at = creating ? H5Acreate2(s->dsets[d], an, H5T_NATIVE_INT64, scalar, H5P_DEFAULT, H5P_DEFAULT)
+                                    : H5Aopen(s->dsets[d], an, H5P_DEFAULT);
+                H5CHK(at, creating ? "H5Acreate2" : "H5Aopen", an);
+                herr_t e = creating ? H5Awrite(at, H5T_NATIVE_INT64, &vattr[a])
+                                    : H5Aread(at, H5T_NATIVE_INT64, &vgot[a]);
+                int rc = e < 0 ? mdd_fail(c, creating ? "H5Awrite" : "H5Aread", an) : IOB_OK;
+                H5Aclose(at);
+                if (rc)
+                    return rc;
+                if (!creating && vgot[a] != vattr[a])
+                    return iob_fail(c, "mddatasets: attribute %s/%s of dataset %lld: read %lld, expected %lld",
+                                    name, an, (long long)d, (long long)vgot[a], (long long)vattr[a]);
+            }
+        }
+    }
+    H5Sclose(space);
+    H5Sclose(scalar);
+    return IOB_OK;
+}
+
+static int mdd_access(iob_ctx *c, mdd_state *s, int writing, int owner)
+{
+    hsize_t n = (hsize_t)s->n, start = (hsize_t)owner * n;
+    hid_t mem = H5Screate_simple(1, &n, NULL), dxpl = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_dxpl_mpio(dxpl, strcmp(c->opt->mode, "collective") == 0 ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
+    int rc = IOB_OK;
+    for (int64_t d = 0; d < s->nblocks * s->nvars && rc == IOB_OK; d++) {
+        hid_t fs = H5Dget_space(s->dsets[d]);
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &n, NULL);
+        double *b = s->buf + d * s->n;
+        herr_t e = writing ? H5Dwrite(s->dsets[d], H5T_NATIVE_DOUBLE, mem, fs, dxpl, b)
+                           : H5Dread(s->dsets[d], H5T_NATIVE_DOUBLE, mem, fs, dxpl, b);
+        if (e < 0)
+            rc = mdd_fail(c, writing ? "H5Dwrite" : "H5Dread", "dataset");
+        H5Sclose(fs);
+    }
+    H5Pclose(dxpl);
+    H5Sclose(mem);
+    return rc;
+}
+
+static void mdd_close_all(mdd_state *s)
+{
+    for (int64_t d = 0; d < s->nblocks * s->nvars; d++)
+        if (s->dsets[d] > 0)
+            H5Dclose(s->dsets[d]), s->dsets[d] = 0;
+    for (int64_t b = 0; b < s->nblocks; b++)
+        if (s->groups[b] > 0)
+            H5Gclose(s->groups[b]), s->groups[b] = 0;
+    if (s->file > 0)
+        H5Fclose(s->file), s->file = 0;
+}
+
+/* One step of a phase, barrier to barrier; the slowest rank's seconds; all ranks agree on failure. */
+#define STEP(dst, expr) do { MPI_Barrier(c->comm); double t_ = MPI_Wtime(); int rc_ = (expr); \
+        MPI_Barrier(c->comm); dst = iob_run_max(c, MPI_Wtime() - t_); \
+        if (iob_run_agree(c, rc_)) goto fail; } while (0)
+
+static int mdd_open(iob_ctx *c, mdd_state *s, int creating)
+{
+    hid_t fapl = mdd_fapl(c, s);
+    s->file = creating ? H5Fcreate(c->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : H5Fopen(c->path, H5F_ACC_RDONLY, fapl);
+    int rc = s->file < 0 ? mdd_fail(c, creating ? "H5Fcreate" : "H5Fopen", c->path) : IOB_OK;
+    H5Pclose(fapl);
+    return rc;
+}
+
+static int mdd_flush(iob_ctx *c, mdd_state *s)
+{
+    H5CHK(H5Fflush(s->file, H5F_SCOPE_GLOBAL), "H5Fflush", c->path);
+    return IOB_OK;
+}
+
+static int mdd_close(iob_ctx *c, mdd_state *s) { mdd_close_all(s); return IOB_OK; }
+
+/* What the open file really uses: collective metadata flags and MPI-IO hints in effect. */
+static void mdd_readback(iob_ctx *c, mdd_state *s)
+{
+    hid_t fapl = H5Fget_access_plist(s->file);
+    H5Pget_all_coll_metadata_ops(fapl, &s->got_ops);
+    H5Pget_coll_metadata_write(fapl, &s->got_write);
+    H5Pclose(fapl);
+    MPI_File *fh = NULL;
+    if (H5Fget_vfd_handle(s->file, H5P_DEFAULT, (void **)&fh) >= 0 && fh)
+        iob_record_file_info(c, *fh);
+}
+
+static int mdd_run(iob_ctx *c, iob_json *x, iob_run_phase out[2])
+{
+    mdd_state *s = c->pattern_state;
+    int64_t nd = s->nblocks * s->nvars, bytes = nd * s->n * 8 * c->nranks;
+    int owner = c->nodes > 1 ? (c->rank + c->nranks / c->nodes) % c->nranks : c->rank;
+    double w_open = 0, w_def = 0, w_write = 0, w_sync = 0, w_close = 0;
+    double r_open = 0, r_look = 0, r_read = 0, r_close = 0;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    snprintf(c->sync_method, sizeof c->sync_method, "H5Fflush");
+
+    for (int64_t d = 0; d < nd; d++)
+        for (int64_t i = 0; i < s->n; i++)
+            s->buf[d * s->n + i] = mdd_value(c, s, d, c->rank * s->n + i);
+    STEP(w_open, mdd_open(c, s, 1));
+    mdd_readback(c, s);
+    STEP(w_def, mdd_define(c, s, 1));
+    STEP(w_write, mdd_access(c, s, 1, c->rank));
+    STEP(w_sync, mdd_flush(c, s));
+    STEP(w_close, mdd_close(c, s));
+    out[0] = (iob_run_phase){.done = 1, .bytes = bytes, .open_s = w_open, .access_s = w_write, .sync_s = w_sync,
+                             .close_s = w_close, .total_s = w_open + w_def + w_write + w_sync + w_close};
+    if (c->opt->do_read) {
+        iob_run_drop_file(c->path);
+        MPI_Barrier(c->comm);
+        int64_t pages = 0, res = iob_run_resident_pages(c->path, &pages);
+        out[1].resident = iob_run_max(c, pages ? (double)res / (double)pages : 0.0);
+        snprintf(out[1].cache_defeat, sizeof out[1].cache_defeat, "%s",
+                 owner != c->rank ? "rank_shift" : "posix_fadvise_dontneed");
+        memset(s->buf, 0xff, (size_t)(nd * s->n) * sizeof(double));
+        STEP(r_open, mdd_open(c, s, 0));
+        STEP(r_look, mdd_define(c, s, 0));
+        STEP(r_read, mdd_access(c, s, 0, owner));
+        STEP(r_close, mdd_close(c, s));
+        out[1].done = 1, out[1].bytes = bytes, out[1].open_s = r_open, out[1].access_s = r_read;
+        out[1].close_s = r_close, out[1].total_s = r_open + r_look + r_read + r_close;
+        int rc = IOB_OK;
+        for (int64_t d = 0; c->opt->verify && d < nd && rc == IOB_OK; d++)
+            for (int64_t i = 0; i < s->n; i++) {
+                double want = mdd_value(c, s, d, owner * s->n + i), got = s->buf[d * s->n + i];
+                if (got != want) {
+                    rc = iob_fail(c, "mddatasets: dataset %lld at global index %lld: read %.17g, expected %.17g",
+                                  (long long)d, (long long)(owner * s->n + i), got, want);
+                    break;
+                }
+            }
+        if (iob_run_agree(c, rc))
+            goto fail;
+        out[1].verified = c->opt->verify;
+    }
+    MPI_Barrier(c->comm);
+    if (!c->opt->keep && c->rank == 0)
+        unlink(c->path);
+
+    jw_begin_obj(x, "metadata");
+    jw_int(x, "datasets", nd);
+    jw_int(x, "attributes", 2 * nd + 2 * s->nblocks);
+    jw_bool(x, "coll_metadata_requested", s->coll);
+    jw_bool(x, "all_coll_metadata_ops", s->got_ops);
+    jw_bool(x, "coll_metadata_write", s->got_write);
+    jw_begin_obj(x, "write");
+    jw_num(x, "open_s", w_open), jw_num(x, "define_s", w_def), jw_num(x, "write_s", w_write);
+    jw_num(x, "flush_s", w_sync), jw_num(x, "close_s", w_close);
+    jw_end_obj(x);
+    if (out[1].done) {
+        jw_begin_obj(x, "read");
+        jw_num(x, "open_s", r_open), jw_num(x, "lookup_s", r_look), jw_num(x, "read_s", r_read);
+        jw_num(x, "close_s", r_close);
+        jw_end_obj(x);
+    }
+    jw_end_obj(x);
+    return IOB_OK;
+fail:
+    mdd_close_all(s);
+    MPI_Barrier(c->comm);
+    if (!c->opt->keep && c->rank == 0)
+        unlink(c->path);
+    return IOB_FAIL;
+}
+
+static void mdd_nop(iob_ctx *c) {}
+static int mdd_verify(iob_ctx *c) { return IOB_OK; } /* run() verifies */
+
+static void mdd_teardown(iob_ctx *c)
+{
+    mdd_state *s = c->pattern_state;
+    if (s) {
+        free(s->groups);
+        free(s->dsets);
+        free(s->buf);
+    }
+    free(s);
+    free(c->vars);
+    c->pattern_state = NULL;
+    c->vars = NULL;
+}
+
+static void mdd_describe(const iob_ctx *c, iob_json *j)
+{
+    const mdd_state *s = c->pattern_state;
+    jw_int(j, "nblocks", s->nblocks);
+    jw_int(j, "nvars", s->nvars);
+    jw_int(j, "elements_per_rank_per_dataset", s->n);
+}
+
+const iob_pattern iob_pattern_mddatasets = {
+    .name = "mddatasets",
+    .param_keys = mdd_keys,
+    .check = mdd_check,
+    .setup = mdd_setup,
+    .fill = mdd_nop,
+    .clear = mdd_nop,
+    .verify = mdd_verify,
+    .teardown = mdd_teardown,
+    .describe = mdd_describe,
+    .run = mdd_run,
+};

@@ -1,0 +1,121 @@
+"""iobench bad input (exit 2, one line, nothing created) and library failures (disk full: exit 1, the
+library's message, no bandwidth, no data file left). Real runs under mpirun with 2 ranks."""
+import json
+import subprocess
+
+import pytest
+
+
+def own_lines(stderr):
+    """iobench's stderr lines; mpirun adds a banner of its own when ranks exit non-zero."""
+    return [line for line in stderr.splitlines() if line.startswith("iobench")]
+
+
+BAD = [  # (args, text the one error line must contain)
+    (["--backend", "nosuch"], "'nosuch'"),
+    (["--mode", "fpp"], "'--backend'"),
+    (["--backend"], "'--backend'"),
+    (["--backend", "posix", "--mode", "collective"], "'collective'"),
+    (["--backend", "mpiio", "--mode", "fpp"], "'fpp'"),
+    (["--backend", "posix", "--pattern", "nosuch"], "'nosuch'"),
+    (["--backend", "posix", "--frobnicate"], "'--frobnicate'"),
+    (["--backend", "posix", "stray"], "'stray'"),
+    (["--backend", "posix", "--size", "0"], "'0'"),
+    (["--backend", "posix", "--size", "-4"], "'-4'"),
+    (["--backend", "posix", "--size", "abc"], "'abc'"),
+    (["--backend", "posix", "--size", "16x"], "'16x'"),
+    (["--backend", "posix", "--size", "1,2"], "'1,2'"),
+    (["--backend", "posix", "--size", "99999999999999999999"], "'99999999999999999999'"),
+    (["--backend", "posix", "--size", "2147483648"], "'2147483648'"),
+    (["--backend", "posix", "--size", "2147483647"], "'2147483647'"),          # n^3 * 8 overflows
+    (["--backend", "posix", "--size", "2000000000,2000000000,8"], "'2000000000,2000000000,8'"),
+    (["--backend", "posix", "--repeat", "0"], "'0'"),
+    (["--backend", "posix", "--repeat", "two"], "'two'"),
+    (["--backend", "posix", "--phase", "sideways"], "'sideways'"),
+    (["--backend", "posix", "--dir", "/nonexistent/dir"], "'/nonexistent/dir'"),
+    (["--backend", "mpiio", "--hint", "cb_buffer_size"], "'cb_buffer_size'"),
+    (["--backend", "mpiio", "--hint", "=4"], "'=4'"),
+    (["--backend", "posix", "--param", "alignment"], "'alignment'"),
+    (["--backend", "posix", "--param", "nosuchkey=1"], "'nosuchkey'"),
+    (["--backend", "posix", "--name", "a/b"], "'a/b'"),
+    (["--backend", "posix", "--param", "halo=2"], "'2'"),
+    (["--backend", "posix", "--json", "/nonexistent/dir/r.json"], "'/nonexistent/dir/r.json'"),
+    (["--backend", "hdf5", "--param", "alignment=3"], "'3'"),
+    (["--backend", "hdf5", "--param", "alignment=4096,1000"], "'4096,1000'"),
+    (["--backend", "hdf5", "--param", "meta_block_size=0"], "'0'"),
+    (["--backend", "hdf5", "--param", "coll_metadata=2"], "'2'"),
+]
+
+
+@pytest.mark.parametrize("args,named", BAD, ids=[" ".join(a) for a, _ in BAD])
+def test_bad_input(args, named, run_iobench, iobench_backends, tmp_path):
+    if "hdf5" in args and "hdf5" not in iobench_backends:
+        pytest.skip("hdf5 backend not compiled in")
+    data = tmp_path / "data"
+    data.mkdir()
+    args = list(args) if "--dir" in args else ["--dir", data] + list(args)
+    proc, doc = run_iobench(args)
+    assert proc.returncode == 2, proc.stderr
+    lines = own_lines(proc.stderr)
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("iobench: error: ") and named in lines[0]
+    assert "Traceback" not in proc.stderr and doc is None
+    assert list(data.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+def test_bad_input_single_process_prints_exactly_one_line(iobench, tmp_path):
+    proc = subprocess.run([iobench, "--backend", "posix", "--size", "0", "--dir", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr == "iobench: error: bad --size (1..2147483647 per number) '0'\n"
+    assert proc.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+def test_dir_that_is_a_file(run_iobench, tmp_path):
+    f = tmp_path / "plain"
+    f.write_text("x")
+    proc, _ = run_iobench(["--backend", "posix", "--dir", f])
+    assert proc.returncode == 2 and f"'{f}'" in own_lines(proc.stderr)[0]
+
+
+def test_read_phase_without_files(run_iobench, tmp_path):
+    for backend, mode in (("posix", "fpp"), ("mpiio", "collective")):
+        proc, _ = run_iobench(["--backend", backend, "--mode", mode, "--phase", "read", "--dir", tmp_path])
+        assert proc.returncode == 2
+        (line,) = own_lines(proc.stderr)
+        assert "does not exist" in line and str(tmp_path) in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {proc.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=True)
+
+
+ENOSPC_CASES = [("posix", "fpp"), ("posix", "shared"), ("mpiio", "independent"), ("mpiio", "collective"),
+                ("hdf5", "independent"), ("hdf5", "collective")]
+
+
+@pytest.mark.parametrize("backend,mode", ENOSPC_CASES, ids=["-".join(c) for c in ENOSPC_CASES])
+def test_disk_full(backend, mode, tiny_tmpfs, run_iobench, iobench_backends):
+    if backend not in iobench_backends:
+        pytest.skip(f"{backend} not compiled in")
+    # 80^3 doubles = 4 MiB per rank, 8 MiB in all, on a 4 MiB filesystem
+    proc, doc = run_iobench(["--backend", backend, "--mode", mode, "--size", 80, "--dir", tiny_tmpfs])
+    assert proc.returncode == 1, proc.stderr
+    assert doc["status"] == "failed"
+    # the library's own text. HDF5's stack says "file write failed" (MPI returned no error); errno of
+    # the failed pwritev is added when it survived the library's unwinding.
+    texts = ["No space left on device"] + (["file write failed"] if backend == "hdf5" else [])
+    assert any(t in doc["error"] for t in texts), doc["error"]
+    assert any("No space left on device" in line for line in own_lines(proc.stderr)) or backend == "hdf5"
+    text = json.dumps(doc)
+    assert "bw_MiBps" not in text and "access_bw_MiBps" not in text
+    assert list(tiny_tmpfs.iterdir()) == [], "data files of a failed run must be removed"
