@@ -99,7 +99,10 @@ def test_follow_knobs():
     assert lustre.follow_args(['sionlib_fsblksize'], 'sionlib', 1, MiB, {}, {})[0] == \
         ['--param', f'fsblksize={MiB}']
     assert lustre.follow_args(['hdf5_alignment'], 'posix', 1, MiB, {}, {}) == ([], [])
-    args, notes = lustre.follow_args(['adios2_aggregators'], 'adios2', -1, MiB, {}, {})
+    assert lustre.follow_args(['adios2_aggregators'], 'adios2', 2, MiB, {}, {}, mode='bp5')[0] == \
+        ['--param', 'NumAggregators=2']
+    assert lustre.follow_args(['adios2_aggregators'], 'adios2', 2, MiB, {}, {}, mode='hdf5') == ([], [])
+    args, notes = lustre.follow_args(['adios2_aggregators'], 'adios2', -1, MiB, {}, {}, mode='bp4')
     assert args == [] and 'count -1' in notes[0]
     with pytest.raises(lustre.ConfigError, match="unknown stripe_follow knob 'bogus'"):
         lustre.follow_args(['bogus'], 'mpiio', 1, MiB, {}, {})

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian 12 (as root) for ioregress and build iobench. Idempotent: installs only what
+# is missing, runs apt-get update at most once, rebuilds iobench incrementally.
+#   IOBENCH_BUILD_DIR  where iobench is built (default: <repo>/build)
+#   IOREGRESS_NO_BUILD=1  install only
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${IOBENCH_BUILD_DIR:-$REPO/build}
+
+APT_PACKAGES=(openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools fio cmake pkg-config)
+# Headless browser for the Darshan index test (tests/test_darshan_index.py opens the page).
+APT_PACKAGES+=(chromium)
+# Pinned Python packages (what the suite is tested with).
+PIP_PACKAGES=(reframe-hpc==4.10.4 darshan==3.5.0 mpi4py==4.1.2 matplotlib==3.11.2 numpy==2.4.6
+              pyyaml==6.0.3 pytest==9.2.0)
+
+APT_UPDATED=0
+apt_install() {   # apt-get update at most once per run
+    export DEBIAN_FRONTEND=noninteractive
+    if ((APT_UPDATED == 0)); then apt-get update -q; APT_UPDATED=1; fi
+    apt-get install -y -q --no-install-recommends "$@"
+}
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "ci/setup.sh: apt-get install ${missing[*]}"
+    apt_install "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if ! "$PY" -m pip --version >/dev/null 2>&1; then
+    apt_install python3-pip python3-dev
+fi
+PIP_FLAGS=()
+# Debian's own python3 is "externally managed" (PEP 668); CI boxes install into it on purpose.
+if [[ -e "$("$PY" -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')/EXTERNALLY-MANAGED" ]]; then
+    PIP_FLAGS+=(--break-system-packages)
+fi
+# One interpreter start for all version checks (pip show per package is slow).
+mapfile -t pip_missing < <("$PY" - "${PIP_PACKAGES[@]}" <<'PYEOF'
+import sys
+from importlib import metadata
+for spec in sys.argv[1:]:
+    name, want = spec.split('==')
+    try:
+        have = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        have = None
+    if have != want:
+        print(spec)
+PYEOF
+)
+if ((${#pip_missing[@]})); then
+    echo "ci/setup.sh: pip install ${pip_missing[*]}"
+    "$PY" -m pip install -q "${PIP_FLAGS[@]}" "${pip_missing[@]}"
+fi
+
+# --- optional libraries: the ADIOS2 build (ci/build_adios2.sh) goes here ---
+# ADIOS2 from its PyPI sdist into ~/.cache/ioregress/adios2-<version>/ (~25 min the first time on
+# 2 cores, reused afterwards). IOREGRESS_NO_ADIOS2=1 skips it (the adios2 tests then skip).
+CMAKE_EXTRA=()
+if [[ "${IOREGRESS_NO_ADIOS2:-0}" != 1 ]]; then
+    command -v g++ >/dev/null || apt_install g++     # ADIOS2 is C++
+    ADIOS2_PREFIX=$("$REPO/ci/build_adios2.sh" | tail -n 1)
+    CMAKE_EXTRA+=("-DCMAKE_PREFIX_PATH=$ADIOS2_PREFIX")
+fi
+
+if [[ "${IOREGRESS_NO_BUILD:-0}" != 1 ]]; then
+    cmake -S "$REPO/src" -B "$BUILD_DIR" "${CMAKE_EXTRA[@]}" >/dev/null
+    cmake --build "$BUILD_DIR" -j2
+    echo "ci/setup.sh: iobench built: $BUILD_DIR/iobench (backends: $(cat "$BUILD_DIR/iobench-features.txt"))"
+fi

@@ -1,0 +1,232 @@
+"""IOBenchBase: the mechanics every iobench check shares. Checks only declare parameters.
+
+A check subclasses IOBenchBase and declares parameters (see reframe_checks/benchio.py):
+- `io`: 'backend:mode' strings (or set the variables `backend` and `mode` directly);
+- `size`, `ranks`, `stripe`: parameters here with defaults, redeclare them to widen the matrix;
+  `-P size=32,64` on the command line works because each is declared with `type=`.
+The base class then
+- depends on IOBenchBuild (build.py, scope 'environment': one build per partition+environment);
+- skips, with the reason, a backend the build lacks or the environment has no feature for, and
+  whatever the Darshan/Lustre mixins refuse (stripe != 'default' without +lustre, ...);
+- runs `iobench ... --json result.json` under the partition's MPI launcher, data in a run dir
+  under the partition's scratch (extras 'scratch') or the stage directory;
+- checks sanity from the JSON (status ok, verified, bytes of every repetition, files deleted);
+- reports write/read bandwidth (median MiB/s), access-only bandwidth, open and close times (s);
+- fills iob_params / iob_reps / iob_provenance for the perflog (docs/CONTRACT.md section 3);
+- takes references from configs/references/<system>.yaml via ReFrame's {'$ref': ..} (references.py).
+
+Mixin hook points (darshan.py, lustre.py): <ext>_skip_reason at setup, <ext>_prepare and
+<ext>_iobench_args before run, <ext>_sanity at sanity, <ext>_perf_values at performance,
+<ext>_provenance after the run. Another extension = another mixin + its name in EXTENSIONS.
+"""
+import os
+import pathlib
+import shlex
+import time
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import (fixture, parameter, run_after, run_before,
+                                   sanity_function, variable)
+from reframe.core.exceptions import PerformanceError, ReframeError, SanityError
+
+from . import references, results
+from .build import IOBenchBuild
+from .darshan import DarshanCapture
+from .lustre import LustreStripe, stripe_menu
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+EXTENSIONS = ('darshan', 'lustre')
+# Backends that need a library feature on the environment (or partition).
+BACKEND_FEATURE = {'hdf5': 'hdf5', 'adios2': 'adios2', 'sionlib': 'sionlib'}
+
+
+class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe):
+    valid_systems = ['*']
+    valid_prog_environs = ['+mpi']
+
+    iobench_build = fixture(IOBenchBuild, scope='environment')
+
+    #: Local edge n of the benchio block (n*n*n doubles per rank) or the pattern's size unit.
+    size = parameter([32], type=int)
+    #: MPI ranks (num_tasks).
+    ranks = parameter([2], type=int)
+    #: Stripe setting name from the partition's menu ('default' = leave the filesystem alone).
+    stripe = parameter(stripe_menu(), type=str)
+
+    #: iobench --backend (a check's `io` parameter 'backend:mode' sets it and `mode`).
+    backend = variable(str, value='')
+    #: iobench --mode.
+    mode = variable(str, value='')
+    #: iobench --pattern.
+    pattern = variable(str, value='benchio')
+    #: Repetitions in one iobench process; None: quick_repeat or nightly_repeat by suite.
+    repeat = variable(int, type(None), value=None)
+    quick_repeat = variable(int, value=3)
+    nightly_repeat = variable(int, value=10)
+    #: Sizes up to this are the `quick` suite, larger ones `nightly`.
+    quick_max_size = variable(int, value=64)
+    #: MPI-IO hints (--hint KEY=VALUE) and backend/pattern knobs (--param KEY=VALUE).
+    hints = variable(typ.Dict[str, str], value={})
+    params = variable(typ.Dict[str, str], value={})
+    #: Names of the check's own parameters passed as --param NAME=VALUE (e.g. HACC's `layout`).
+    param_parameters = variable(typ.List[str], value=[])
+    #: Keep the data files (iobench --keep); sanity then does not demand their deletion.
+    keep_data = variable(bool, value=False)
+    #: Reference file; None: configs/references/<system>.yaml (absent = record, assert nothing).
+    reference_file = variable(str, type(None), value=None)
+
+    #: Logged in every perflog line (docs/CONTRACT.md section 3).
+    iob_params = variable(str, value='')
+    iob_reps = variable(str, value='')
+    iob_provenance = variable(str, value='')
+
+    #: The parsed result document after the run (None if missing); mixins read it.
+    iob_result = None
+    _iob_refs = (None, None)
+
+    # ---- init: names, tags, tasks ------------------------------------------------------------
+    @run_after('init')
+    def set_from_parameters(self):
+        io = getattr(self, 'io', None)
+        if io:
+            self.backend, _, self.mode = io.partition(':')
+        for name in self.param_parameters:
+            self.params = {**self.params, name: str(getattr(self, name))}
+        self.num_tasks = self.ranks
+        quick = isinstance(self.size, int) and self.size <= self.quick_max_size
+        self.tags = self.tags | {'quick' if quick else 'nightly', self.backend}
+        if self.repeat is None:
+            self.repeat = self.quick_repeat if quick else self.nightly_repeat
+        if self.time_limit is None:
+            self.time_limit = '10m' if quick else '2h'
+        self.descr = (f'iobench {self.backend}/{self.mode} {self.pattern} size={self.size} '
+                      f'ranks={self.ranks} stripe={self.stripe}')
+
+    # ---- setup: skips, regression key, references ------------------------------------------
+    def _features(self):
+        return set(self.current_partition.features) | set(self.current_environ.features)
+
+    @run_after('setup')
+    def skip_unsupported(self):
+        feature = BACKEND_FEATURE.get(self.backend)
+        self.skip_if(feature is not None and feature not in self._features(),
+                     f'backend {self.backend}: feature +{feature} not on '
+                     f'{self.current_partition.fullname} / {self.current_environ.name}')
+        # A dry run builds nothing, so the backend list is empty: generate the scripts anyway.
+        self.skip_if(not self.is_dry_run() and self.backend not in self.iobench_build.backends,
+                     f'backend {self.backend} not in this iobench build '
+                     f'(has: {" ".join(self.iobench_build.backends)})')
+        for ext in EXTENSIONS:
+            reason = getattr(self, f'{ext}_skip_reason')()
+            self.skip_if(reason is not None, reason)
+
+    @run_after('setup')
+    def set_references(self):
+        self.iob_params = results.params_key(self.backend, self.mode, self.pattern, self.ranks,
+                                             self.size, self.stripe, self.params, self.hints)
+        path = self.reference_file or str(
+            REPO / 'configs' / 'references' / f'{self.current_system.name}.yaml')
+        if self.reference_file is None and not os.path.exists(path):
+            return   # no reference file for this system: record figures, assert nothing
+        try:
+            data = references.load(path)
+        except references.ReferenceFileError as err:
+            raise ReframeError(str(err)) from None
+        self._iob_refs = (path, data)
+        self.reference = {'$ref': os.path.abspath(path)}
+
+    # ---- run ---------------------------------------------------------------------------------
+    def _run_dir(self):
+        scratch = self.current_partition.extras.get('scratch')
+        if scratch:
+            return os.path.join(scratch, f'ioregress-{self.hashcode}-{os.getpid()}-{int(time.time())}')
+        return os.path.join(self.stagedir, 'data')
+
+    @run_before('run')
+    def set_command(self):
+        self.iob_run_dir = self._run_dir()
+        self.executable = self.iobench_build.iobench_path
+        opts = ['--backend', self.backend, '--mode', self.mode, '--pattern', self.pattern,
+                '--size', str(self.size), '--dir', self.iob_run_dir, '--phase', 'both',
+                '--repeat', str(self.repeat), '--verify', '--json', 'result.json']
+        if self.keep_data:
+            opts.append('--keep')
+        for key, val in sorted(self.hints.items()):
+            opts += ['--hint', f'{key}={val}']
+        for key, val in sorted(self.params.items()):
+            opts += ['--param', f'{key}={val}']
+        prerun = [f'mkdir -p {shlex.quote(self.iob_run_dir)}']
+        for ext in EXTENSIONS:
+            opts += getattr(self, f'{ext}_iobench_args')()
+            prerun += getattr(self, f'{ext}_prepare')(self.iob_run_dir) or []
+        # run dir and striping first, then whatever the check itself asked for
+        self.prerun_cmds = prerun + list(self.prerun_cmds)
+        self.executable_opts = [shlex.quote(o) for o in opts]
+        if self.current_partition.extras.get('scratch') and not self.keep_data:
+            # iobench deletes its files; drop the then empty run dir (left alone if not empty).
+            self.postrun_cmds = list(self.postrun_cmds) + [
+                f'rmdir {shlex.quote(self.iob_run_dir)} 2>/dev/null || true']
+        self.keep_files = self.keep_files + ['result.json']
+
+    # ---- after the run: result document, perflog fields ------------------------------------
+    @run_before('sanity')
+    def read_result(self):
+        self.iob_result = results.load(os.path.join(self.stagedir, 'result.json'))
+        doc = self.iob_result
+        prov = {'system': self.current_system.name, 'partition': self.current_partition.fullname,
+                'environ': self.current_environ.name, 'stripe': self.stripe,
+                'build': self.iobench_build.build_provenance,
+                'launcher': self.job.launcher.run_command(self.job)}
+        if doc is not None:
+            self.iob_reps = results.reps_string(doc)
+            prov.update(results.provenance(doc))
+        for ext in EXTENSIONS:
+            prov[ext] = getattr(self, f'{ext}_provenance')()
+        self.iob_provenance = results.compact_json(prov)
+
+    def _stderr_tail(self, lines=3):
+        try:
+            with open(os.path.join(self.stagedir, str(self.stderr))) as fp:
+                return ' / '.join(ln.strip() for ln in fp.readlines()[-lines:] if ln.strip())
+        except OSError:
+            return ''
+
+    @sanity_function
+    def iobench_sanity(self):
+        found = results.problems(self.iob_result, backend=self.backend, mode=self.mode,
+                                 pattern=self.pattern, ranks=self.ranks,
+                                 exitcode=self.job.exitcode, keep=self.keep_data,
+                                 stderr_tail=self._stderr_tail())
+        if self.iob_result is not None:
+            for ext in EXTENSIONS:
+                found += getattr(self, f'{ext}_sanity')()
+        if found:
+            raise SanityError('; '.join(found))
+        return sn.defer(True)
+
+    def _index_value(self, name):
+        special = {'$system': self.current_system.name, '$partition': self.current_partition.fullname,
+                   '$environ': self.current_environ.name,
+                   '$system:$partition': self.current_partition.fullname}
+        return special[name] if name in special else getattr(self, name)
+
+    @run_before('performance')
+    def require_reference_entry(self):
+        # ReFrame's own require_reference wants an entry for every performance variable; ours
+        # wants one entry per measurement series and asserts the variables that entry lists.
+        path, data = self._iob_refs
+        if references.require_reference(data) and references.lookup(
+                data, type(self).__name__, self._index_value) is None:
+            raise PerformanceError(f'{path}: no reference entry for {type(self).__name__} '
+                                   f'{self.current_partition.fullname} {self.iob_params} '
+                                   f'(the file says require_reference: true)')
+
+    @run_before('performance')
+    def set_perf_variables(self):
+        values = results.perf_values(self.iob_result) if self.iob_result else {}
+        for ext in EXTENSIONS:
+            values.update(getattr(self, f'{ext}_perf_values')())
+        self.perf_variables = {name: sn.make_performance_function(sn.defer(val), unit)
+                               for name, (val, unit) in values.items()}

@@ -1,0 +1,89 @@
+"""Live Darshan capture: iobench under a real darshan-runtime, and one ReFrame check capturing it.
+
+Needs libdarshan.so ($IOREGRESS_DARSHAN_LIB, else /opt/darshan/lib/libdarshan.so); skipped with
+the reason when there is none (CI does not build darshan-runtime; README says how a site does).
+"""
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+from conftest import mpirun_cmd
+
+pytest.importorskip('darshan')
+from postprocess import darshan_checks as C  # noqa: E402
+from postprocess import darshan_facts as F  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+LIB = os.environ.get('IOREGRESS_DARSHAN_LIB') or '/opt/darshan/lib/libdarshan.so'
+needs_darshan = pytest.mark.skipif(not os.path.isfile(LIB), reason=f'no darshan-runtime: {LIB} missing '
+                                   '(set IOREGRESS_DARSHAN_LIB)')
+
+
+def _capture(iobench, tmp_path, backend, mode):
+    data = tmp_path / 'data'
+    data.mkdir(exist_ok=True)
+    log, res = tmp_path / f'{backend}-{mode}.darshan', tmp_path / f'{backend}-{mode}.json'
+    # LD_PRELOAD through `env` under mpirun: the ranks are instrumented, the launcher is not
+    cmd = mpirun_cmd(2) + ['env', f'LD_PRELOAD={LIB}', f'DARSHAN_LOGFILE={log}',
+                           'DARSHAN_DISABLE_SHARED_REDUCTION=1', iobench, '--backend', backend,
+                           '--mode', mode, '--size', '16', '--dir', str(data), '--repeat', '2',
+                           '--json', str(res), '--quiet']
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert log.exists(), 'Darshan wrote no log'
+    assert oct(log.stat().st_mode & 0o777) == '0o400'       # Darshan's own log mode
+    result = json.loads(res.read_text())
+    return F.log_facts(F.open_log(str(log)), F.files_from_result(result)), result
+
+
+@needs_darshan
+@pytest.mark.parametrize('mode, other', [('collective', 'independent'), ('independent', 'collective')])
+def test_live_mpiio_capture_backs_the_claim(iobench, tmp_path, mode, other):
+    facts, result = _capture(iobench, tmp_path, 'mpiio', mode)
+    verdicts = C.check_run(facts, result)
+    assert not C.failures(verdicts), C.format_verdicts(verdicts)
+    m = facts['mpiio']
+    assert (m['coll_writes'] > 0) == (mode == 'collective') and (m['indep_writes'] > 0) == (mode != 'collective')
+    assert m['syncs'] > 0 and facts['darshan_version']
+    assert C.failures(C.check_run(facts, dict(result, mode=other)))
+    assert not (tmp_path / 'data').exists() or not list((tmp_path / 'data').iterdir())  # iobench cleaned up
+
+
+@needs_darshan
+def test_live_launcher_is_not_instrumented(iobench, tmp_path):
+    facts, _ = _capture(iobench, tmp_path, 'posix', 'fpp')
+    assert facts['nprocs'] == 2 and 'iobench' in facts['exe'] and 'mpirun' not in facts['exe']
+
+
+@needs_darshan
+@pytest.mark.reframe
+def test_reframe_check_keeps_log_and_reports_darshan_figures(tmp_path):
+    env = dict(os.environ, IOREGRESS_DARSHAN_LIB=LIB)
+    cmd = ['reframe', '-C', str(REPO / 'configs' / 'settings.py'), '--system', 'local',
+           '-c', str(REPO / 'reframe_checks' / 'benchio.py'), '-n', 'BenchIO', '-r',
+           '-P', 'size=32', '-P', 'io=mpiio:collective', '--prefix', str(tmp_path / 'rf'),
+           '--report-file', str(tmp_path / 'report.json'), '-S', 'repeat=1']
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    logs = list((tmp_path / 'rf' / 'output').rglob('iobench.darshan'))
+    assert len(logs) == 1 and (logs[0].parent / 'result.json').exists()
+    perflog = next((tmp_path / 'rf' / 'perflogs').rglob('BenchIO*.log')).read_text()
+    assert 'darshan_bw=' in perflog and 'darshan_io_time=' in perflog
+    assert '"capture":"LD_PRELOAD=' in perflog
+
+
+def test_site_darshan_detected_not_preloaded_twice(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / 'reframe_checks'))
+    from iobench_lib.darshan import site_darshan
+    plain = tmp_path / 'iobench'
+    plain.write_bytes(b'\x7fELF plain binary')
+    linked = tmp_path / 'iobench-cray'
+    linked.write_bytes(b'\x7fELF ... darshan_core_initialize ...')   # what a static Darshan link leaves
+    assert site_darshan([('environment', {})], [], str(plain)) is None
+    why = site_darshan([('partition', {'LD_PRELOAD': '/opt/cray/darshan/lib/libdarshan.so'})], [], str(plain))
+    assert 'site preloads Darshan' in why and 'partition' in why
+    assert 'module' in site_darshan([('environment', {})], ['darshan/3.4.6'], str(plain))
+    assert 'linked with Darshan' in site_darshan([('environment', {})], [], str(linked))
