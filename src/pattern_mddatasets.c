@@ -328,9 +328,6 @@ fail:
     return IOB_FAIL;
 }
 
-static void mdd_nop(iob_ctx *c) {}
-static int mdd_verify(iob_ctx *c) { return IOB_OK; } /* run() verifies */
-
 static void mdd_teardown(iob_ctx *c)
 {
     mdd_state *s = c->pattern_state;
@@ -358,9 +355,9 @@ const iob_pattern iob_pattern_mddatasets = {
     .param_keys = mdd_keys,
     .check = mdd_check,
     .setup = mdd_setup,
-    .fill = mdd_nop,
-    .clear = mdd_nop,
-    .verify = mdd_verify,
+    .fill = iob_run_nop,
+    .clear = iob_run_nop,
+    .verify = iob_run_verified_in_run,
     .teardown = mdd_teardown,
     .describe = mdd_describe,
     .run = mdd_run,

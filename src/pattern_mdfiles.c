@@ -339,10 +339,6 @@ fail:
     return IOB_FAIL;
 }
 
-static void mdfiles_fill(iob_ctx *c) {}
-static void mdfiles_clear(iob_ctx *c) {}
-static int mdfiles_verify(iob_ctx *c) { return IOB_OK; } /* run() verifies */
-
 static void mdfiles_teardown(iob_ctx *c)
 {
     mdf_state *s = c->pattern_state;
@@ -368,9 +364,9 @@ const iob_pattern iob_pattern_mdfiles = {
     .param_keys = mdfiles_keys,
     .check = mdfiles_check,
     .setup = mdfiles_setup,
-    .fill = mdfiles_fill,
-    .clear = mdfiles_clear,
-    .verify = mdfiles_verify,
+    .fill = iob_run_nop,
+    .clear = iob_run_nop,
+    .verify = iob_run_verified_in_run,
     .teardown = mdfiles_teardown,
     .describe = mdfiles_describe,
     .run = mdfiles_run,

@@ -140,3 +140,6 @@ void iob_json_splice(iob_json *j, const iob_json *members)
     j->buf[j->len] = '\0';
     j->need_comma = 1;
 }
+
+void iob_run_nop(iob_ctx *c) {}
+int iob_run_verified_in_run(iob_ctx *c) { return IOB_OK; }

@@ -16,4 +16,7 @@ int iob_run_param_pos(const iob_opts *o, const char *key, int64_t dflt, int64_t 
 /* posix_fadvise(DONTNEED) after fdatasync on one file, and the fraction of its pages resident. */
 void iob_run_drop_file(const char *path);
 int64_t iob_run_resident_pages(const char *path, int64_t *pages);
+/* fill/clear/verify of a self-timed pattern: its run() fills, clears and verifies itself. */
+void iob_run_nop(iob_ctx *c);
+int iob_run_verified_in_run(iob_ctx *c);
 #endif

@@ -91,3 +91,16 @@ def library_features():
     # CMake looks for ADIOS2 under CMAKE_PREFIX_PATH; SIONlib through SIONLIB_ROOT (see build.py).
     extras['cmake_prefix_path'] = [p for p in (found['adios2'],) if p]
     return features, extras
+
+
+def this_machine_extras():
+    """Partition extras shared by the systems that run on this machine (local, local-slurm)."""
+    return {'iobench_build': iobench_build(), 'scratch': scratch(), 'stripes': ['default']}
+
+
+def mpi_gnu_environment(system):
+    """The `mpi-gnu` programming environment of this machine (system's mpicc), with the library
+    features and extras detected now."""
+    features, extras = library_features()
+    return {'name': 'mpi-gnu', 'target_systems': [system], 'cc': 'mpicc',
+            'features': features, 'extras': extras}

@@ -13,7 +13,6 @@ _spec = importlib.util.spec_from_file_location(
 _detect = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_detect)
 
-_features, _extras = _detect.library_features()
 
 site_configuration = {
     'systems': [
@@ -38,22 +37,10 @@ site_configuration = {
                         ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
                         ['OMPI_MCA_rmaps_base_oversubscribe', '1'],
                     ],
-                    'extras': {
-                        'iobench_build': _detect.iobench_build(),
-                        'scratch': _detect.scratch(),
-                        'stripes': ['default'],
-                    },
+                    'extras': _detect.this_machine_extras(),
                 }
             ],
         }
     ],
-    'environments': [
-        {
-            'name': 'mpi-gnu',
-            'target_systems': ['local'],
-            'cc': 'mpicc',
-            'features': _features,
-            'extras': _extras,
-        }
-    ],
+    'environments': [_detect.mpi_gnu_environment('local')],
 }

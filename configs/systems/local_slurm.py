@@ -20,7 +20,6 @@ _spec = importlib.util.spec_from_file_location(
 _detect = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_detect)
 
-_features, _extras = _detect.library_features()
 _partition = os.environ.get('IOREGRESS_SLURM_PARTITION', 'batch')
 
 site_configuration = {
@@ -49,22 +48,10 @@ site_configuration = {
                         ['OMPI_ALLOW_RUN_AS_ROOT', '1'],
                         ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
                     ],
-                    'extras': {
-                        'iobench_build': _detect.iobench_build(),
-                        'scratch': _detect.scratch(),
-                        'stripes': ['default'],
-                    },
+                    'extras': _detect.this_machine_extras(),
                 }
             ],
         }
     ],
-    'environments': [
-        {
-            'name': 'mpi-gnu',
-            'target_systems': ['local-slurm'],
-            'cc': 'mpicc',
-            'features': _features,
-            'extras': _extras,
-        }
-    ],
+    'environments': [_detect.mpi_gnu_environment('local-slurm')],
 }
