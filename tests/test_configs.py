@@ -85,7 +85,11 @@ def test_adios2_cache_picks_newest_complete_install(tmp_path, monkeypatch):
     cache = tmp_path / '.cache' / 'ioregress'
     (cache / 'adios2-2.9.2' / 'lib64' / 'cmake' / 'adios2').mkdir(parents=True)
     (cache / 'adios2-2.10.2' / 'lib' / 'cmake' / 'adios2').mkdir(parents=True)
+    for done in ('adios2-2.9.2', 'adios2-2.10.2'):   # build_adios2.sh's completion stamp
+        (cache / done / '.ioregress-complete').touch()
     (cache / 'adios2-2.11.0').mkdir(parents=True)   # incomplete: no CMake package
+    # interrupted: CMake package there, but build_adios2.sh never wrote its stamp
+    (cache / 'adios2-2.12.0' / 'lib' / 'cmake' / 'adios2').mkdir(parents=True)
     assert _detect.adios2_dir() == str(cache / 'adios2-2.10.2')
 
 
