@@ -158,6 +158,8 @@ typedef struct {
 } iob_pattern;
 
 const iob_pattern *iob_find_pattern(const char *name);
+/* End of a pattern's teardown: free its state block and its heap-allocated vars, reset the ctx. */
+void iob_pattern_release(iob_ctx *c);
 extern const iob_pattern *const iob_patterns[];
 
 /* Minimal streaming JSON writer (json.c). */

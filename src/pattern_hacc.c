@@ -217,11 +217,7 @@ static void hacc_teardown(iob_ctx *c)
 {
     hacc_state *s = c->pattern_state;
     if (s) free(s->data);
-    free(s);
-    free(c->vars);
-    c->pattern_state = NULL;
-    c->vars = NULL;
-    c->nvars = 0;
+    iob_pattern_release(c);
 }
 
 /* Layout and bytes per variable: per-variable bandwidth = these bytes over the phase's total_s

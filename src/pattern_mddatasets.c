@@ -128,58 +128,58 @@ static double mdd_value(const iob_ctx *c, const mdd_state *s, int64_t d, int64_t
     return (double)(d * c->nranks * s->n + g + 1);
 }
 
+/* Two int64 attributes on obj (a group or a dataset): created and written, or opened, read and
+ * compared with what was written. `where` names obj in messages. */
+static int mdd_attr_pair(iob_ctx *c, hid_t obj, hid_t scalar, const char *where,
+                         const char *const names[2], const int64_t want[2], int creating)
+{
+    for (int a = 0; a < 2; a++) {
+        int64_t got = 0;
+        hid_t at = creating ? H5Acreate2(obj, names[a], H5T_NATIVE_INT64, scalar, H5P_DEFAULT, H5P_DEFAULT)
+                            : H5Aopen(obj, names[a], H5P_DEFAULT);
+        H5CHK(at, creating ? "H5Acreate2" : "H5Aopen", names[a]);
+        herr_t e = creating ? H5Awrite(at, H5T_NATIVE_INT64, &want[a]) : H5Aread(at, H5T_NATIVE_INT64, &got);
+        int rc = e < 0 ? mdd_fail(c, creating ? "H5Awrite" : "H5Aread", names[a]) : IOB_OK;
+        H5Aclose(at);
+        if (rc)
+            return rc;
+        if (!creating && got != want[a])
+            return iob_fail(c, "mddatasets: attribute %s/%s: read %lld, expected %lld", where, names[a],
+                            (long long)got, (long long)want[a]);
+    }
+    return IOB_OK;
+}
+
 static int mdd_define(iob_ctx *c, mdd_state *s, int creating)
 {
-    char name[64];
+    static const char *const block_attrs[2] = {"id", "num_elements"};
+    static const char *const var_attrs[2] = {"variable_index", "dataset_index"};
+    char name[64], where[160];
     hsize_t gd = (hsize_t)(c->nranks * s->n);
     hid_t space = H5Screate_simple(1, &gd, NULL), scalar = H5Screate(H5S_SCALAR);
-    for (int64_t b = 0; b < s->nblocks; b++) {
-        int64_t battr[2] = {b + 1, c->nranks * s->n}, got[2];
+    int rc = IOB_OK;
+    for (int64_t b = 0; b < s->nblocks && rc == IOB_OK; b++) {
+        const int64_t battr[2] = {b + 1, c->nranks * s->n};
         snprintf(name, sizeof name, "block_%lld", (long long)b);
         s->groups[b] = creating ? H5Gcreate2(s->file, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
                                 : H5Gopen2(s->file, name, H5P_DEFAULT);
         H5CHK(s->groups[b], creating ? "H5Gcreate2" : "H5Gopen2", name);
-        for (int a = 0; a < 2; a++) {
-            const char *an = a ? "num_elements" : "id";
-            hid_t at = creating ? H5Acreate2(s->groups[b], an, H5T_NATIVE_INT64, scalar, H5P_DEFAULT, H5P_DEFAULT)
-                                : H5Aopen(s->groups[b], an, H5P_DEFAULT);
-            H5CHK(at, creating ? "H5Acreate2" : "H5Aopen", an);
-            herr_t e = creating ? H5Awrite(at, H5T_NATIVE_INT64, &battr[a]) : H5Aread(at, H5T_NATIVE_INT64, &got[a]);
-            int rc = e < 0 ? mdd_fail(c, creating ? "H5Awrite" : "H5Aread", an) : IOB_OK;
-            H5Aclose(at);
-            if (rc)
-                return rc;
-            if (!creating && got[a] != battr[a])
-                return iob_fail(c, "mddatasets: attribute %s/%s: read %lld, expected %lld", name, an,
-                                (long long)got[a], (long long)battr[a]);
-        }
-        for (int64_t v = 0; v < s->nvars; v++) {
-            int64_t d = b * s->nvars + v, vattr[2] = {v, d}, vgot[2];
+        rc = mdd_attr_pair(c, s->groups[b], scalar, name, block_attrs, battr, creating);
+        for (int64_t v = 0; v < s->nvars && rc == IOB_OK; v++) {
+            int64_t d = b * s->nvars + v;
+            const int64_t vattr[2] = {v, d};
             snprintf(name, sizeof name, "var_%lld", (long long)v);
             s->dsets[d] = creating ? H5Dcreate2(s->groups[b], name, H5T_NATIVE_DOUBLE, space, H5P_DEFAULT,
                                                 H5P_DEFAULT, H5P_DEFAULT)
                                    : H5Dopen2(s->groups[b], name, H5P_DEFAULT);
             H5CHK(s->dsets[d], creating ? "H5Dcreate2" : "H5Dopen2", name);
-            for (int a = 0; a < 2; a++) {
-                const char *an = a ? "dataset_index" : "variable_index";
-                hid_t at = creating ? H5Acreate2(s->dsets[d], an, H5T_NATIVE_INT64, scalar, H5P_DEFAULT, H5P_DEFAULT)
-                                    : H5Aopen(s->dsets[d], an, H5P_DEFAULT);
-                H5CHK(at, creating ? "H5Acreate2" : "H5Aopen", an);
-                herr_t e = creating ? H5Awrite(at, H5T_NATIVE_INT64, &vattr[a])
-                                    : H5Aread(at, H5T_NATIVE_INT64, &vgot[a]);
-                int rc = e < 0 ? mdd_fail(c, creating ? "H5Awrite" : "H5Aread", an) : IOB_OK;
-                H5Aclose(at);
-                if (rc)
-                    return rc;
-                if (!creating && vgot[a] != vattr[a])
-                    return iob_fail(c, "mddatasets: attribute %s/%s of dataset %lld: read %lld, expected %lld",
-                                    name, an, (long long)d, (long long)vgot[a], (long long)vattr[a]);
-            }
+            snprintf(where, sizeof where, "block_%lld/%s (dataset %lld)", (long long)b, name, (long long)d);
+            rc = mdd_attr_pair(c, s->dsets[d], scalar, where, var_attrs, vattr, creating);
         }
     }
     H5Sclose(space);
     H5Sclose(scalar);
-    return IOB_OK;
+    return rc;
 }
 
 static int mdd_access(iob_ctx *c, mdd_state *s, int writing, int owner)
@@ -336,10 +336,7 @@ static void mdd_teardown(iob_ctx *c)
         free(s->dsets);
         free(s->buf);
     }
-    free(s);
-    free(c->vars);
-    c->pattern_state = NULL;
-    c->vars = NULL;
+    iob_pattern_release(c);
 }
 
 static void mdd_describe(const iob_ctx *c, iob_json *j)

@@ -346,10 +346,7 @@ static void mdfiles_teardown(iob_ctx *c)
         free(s->wbuf);
         free(s->rbuf);
     }
-    free(s);
-    free(c->vars);
-    c->pattern_state = NULL;
-    c->vars = NULL;
+    iob_pattern_release(c);
 }
 
 static void mdfiles_describe(const iob_ctx *c, iob_json *j)

@@ -272,11 +272,7 @@ static void nektar_teardown(iob_ctx *c)
         free(s->ids);
         free(s->data);
     }
-    free(s);
-    free(c->vars);
-    c->pattern_state = NULL;
-    c->vars = NULL;
-    c->nvars = 0;
+    iob_pattern_release(c);
 }
 
 static void nektar_describe(const iob_ctx *c, iob_json *j)

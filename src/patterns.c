@@ -1,4 +1,5 @@
 /* The workload table: one line per pattern. */
+#include <stdlib.h>
 #include <string.h>
 #include "iobench.h"
 
@@ -25,4 +26,13 @@ const iob_pattern *iob_find_pattern(const char *name)
         if (strcmp(iob_patterns[i]->name, name) == 0)
             return iob_patterns[i];
     return NULL;
+}
+
+void iob_pattern_release(iob_ctx *c)
+{
+    free(c->pattern_state);
+    free(c->vars);
+    c->pattern_state = NULL;
+    c->vars = NULL;
+    c->nvars = 0;
 }
