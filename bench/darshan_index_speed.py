@@ -20,7 +20,7 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from postprocess import darshan_index  # noqa: E402
+from postprocess.darshan import index as darshan_index  # noqa: E402
 
 
 def sources():

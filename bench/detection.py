@@ -1,4 +1,4 @@
-"""Benchmark of the regression detector (postprocess/detect.py) on simulated histories.
+"""Benchmark of the regression detector (postprocess/detect/series.py) on simulated histories.
 
 Goal (issue 7): lognormal noise with CV 15 %, 10 repetitions a night; a 20 % drop is flagged on its
 first night in >= 95 % of cases, and nights without change are flagged (either way) in <= 1 %.
@@ -7,7 +7,7 @@ Compared with the naive method: one run against a reference, failing below -20 %
 Second scenario: the machine's load varies night to night (a shared factor, lognormal with CV
 ``--load-cv``, hitting the fio baseline and the check alike). Detection on absolute bandwidth then
 raises false alarms; detection on efficiency (bandwidth / median baseline bandwidth of the same
-night, postprocess/history.py) removes the shared factor.
+night, postprocess/history/store.py) removes the shared factor.
 
 Usage: python bench/detection.py [--trials 4000] [--seed 1]   (about 50 s CPU at 4000 trials)
 """
@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
-from postprocess.detect import DEFAULTS, compare, median_log_var  # noqa: E402
+from postprocess.detect.series import DEFAULTS, compare, median_log_var  # noqa: E402
 
 
 def lognormal(rng, median, cv, size):

@@ -20,9 +20,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 from postprocess.cli import main as cli_main  # noqa: E402
-from postprocess.detect import detect  # noqa: E402
-from postprocess.history import History  # noqa: E402
-from postprocess.perflog import read_perflogs  # noqa: E402
+from postprocess.detect.series import detect  # noqa: E402
+from postprocess.history.store import History  # noqa: E402
+from postprocess.history.perflog import read_perflogs  # noqa: E402
 
 FIXED = ('job_completion_time|reframe version|name|system|partition|environ|iob_params|jobid|'
          'result|iob_reps|iob_provenance')

@@ -9,17 +9,15 @@ import argparse
 import importlib
 import sys
 
+from postprocess.common.errors import UsageError
+
 SUBCOMMANDS = [
-    'postprocess.cmd_history:register',     # ingest
-    'postprocess.cmd_detect:register',      # detect
-    'postprocess.cmd_calibrate:register',   # calibrate
-    'postprocess.cmd_report:register',      # plots, report
-    'postprocess.darshan_cli:register',     # darshan-index, darshan-diff, darshan-check
+    'postprocess.history.cli:register',     # ingest
+    'postprocess.detect.cli:register',      # detect
+    'postprocess.references.cli:register',  # calibrate
+    'postprocess.report.cli:register',      # plots, report
+    'postprocess.darshan.cli:register',     # darshan-index, darshan-diff, darshan-check
 ]
-
-
-class UsageError(Exception):
-    """Bad input detected by a command after argument parsing: reported as one line, exit 2."""
 
 
 class OneLineParser(argparse.ArgumentParser):

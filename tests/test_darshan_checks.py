@@ -13,8 +13,8 @@ import pytest
 
 darshan = pytest.importorskip('darshan')
 
-from postprocess import darshan_checks as C  # noqa: E402
-from postprocess import darshan_facts as F  # noqa: E402
+from postprocess.darshan import checks as C  # noqa: E402
+from postprocess.darshan import facts as F  # noqa: E402
 
 WHEEL = pathlib.Path(darshan.__file__).parent
 FIX = pathlib.Path(__file__).parent / 'fixtures' / 'darshan'

@@ -11,7 +11,7 @@ import pytest
 
 darshan = pytest.importorskip('darshan')
 
-from postprocess import darshan_index, darshan_triage  # noqa: E402
+from postprocess.darshan import index as darshan_index, triage as darshan_triage  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 WHEEL = pathlib.Path(darshan.__file__).parent

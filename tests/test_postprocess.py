@@ -12,10 +12,10 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from postprocess import calibrate as cal  # noqa: E402
-from postprocess.detect import compare, detect, mann_whitney, outlier_indices  # noqa: E402
-from postprocess.history import History  # noqa: E402
-from postprocess.perflog import read_perflogs  # noqa: E402
+from postprocess.references import calibrate as cal  # noqa: E402
+from postprocess.detect.series import compare, detect, mann_whitney, outlier_indices  # noqa: E402
+from postprocess.history.store import History  # noqa: E402
+from postprocess.history.perflog import read_perflogs  # noqa: E402
 
 FIX = REPO / 'tests' / 'fixtures' / 'perflogs'
 SYNTH = FIX / 'synthetic'

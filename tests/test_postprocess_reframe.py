@@ -10,8 +10,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from postprocess.history import History, merge_runs, read_results_db  # noqa: E402
-from postprocess.perflog import read_perflogs  # noqa: E402
+from postprocess.history.store import History, merge_runs, read_results_db  # noqa: E402
+from postprocess.history.perflog import read_perflogs  # noqa: E402
 
 pytestmark = pytest.mark.reframe
 

@@ -9,7 +9,7 @@ If the site already preloads Darshan (LD_PRELOAD contains libdarshan, a 'darshan
 iobench linked with it, as Cray's darshan module does) nothing is preloaded again; only
 DARSHAN_LOGFILE is set so the site's Darshan writes its log where the check finds it.
 
-Then sanity asserts, from the log (postprocess/darshan_checks.py), that Darshan saw what iobench
+Then sanity asserts, from the log (postprocess/darshan/checks.py), that Darshan saw what iobench
 claims: bytes on the data files, collective vs independent MPI-IO, HDF5 datasets, syncs, Lustre
 stripes; performance adds Darshan's slowest-rank I/O time and aggregate bandwidth. Without
 Darshan the checks run as before and provenance says "no darshan log".
@@ -58,7 +58,7 @@ class DarshanCapture(rfm.RegressionTestPlugin):
     darshan_dxt = variable(bool, value=False)
     #: Assert on the log (False: capture and report only).
     darshan_assert = variable(bool, value=True)
-    #: Relative byte tolerance over the payload; None = per-backend default (darshan_checks.py).
+    #: Relative byte tolerance over the payload; None = per-backend default (postprocess/darshan/checks.py).
     darshan_bytes_tolerance = variable(float, type(None), value=None)
     #: Requested Lustre stripe (count, size in bytes) to find in the LUSTRE records; the Lustre
     #: mixin sets it when it stripes the run directory.
@@ -141,7 +141,7 @@ class DarshanCapture(rfm.RegressionTestPlugin):
     def _darshan_analysis(self):
         """(facts, verdicts, error) of this run's log, computed once."""
         if self._darshan_cache is None:
-            from postprocess import darshan_checks, darshan_facts
+            from postprocess.darshan import checks as darshan_checks, facts as darshan_facts
             facts = verdicts = error = None
             if self.darshan_capture and os.path.exists(self.darshan_log):
                 try:
@@ -171,14 +171,14 @@ class DarshanCapture(rfm.RegressionTestPlugin):
             return []
         if error:
             return [error]
-        from postprocess.darshan_checks import failures
+        from postprocess.darshan.checks import failures
         return [f'darshan {v["check"]}: {v["detail"]}' for v in failures(verdicts or [])]
 
     def darshan_perf_values(self):
         facts, _, _ = self._darshan_analysis()
         if not facts:
             return {}
-        from postprocess.darshan_checks import perf_figures
+        from postprocess.darshan.checks import perf_figures
         fig = perf_figures(facts)
         out = {}
         if fig['darshan_bw'] is not None:

@@ -28,7 +28,7 @@ import re
 import numpy as np
 import yaml
 
-from postprocess import atomic
+from postprocess.common import atomic
 
 INDEX = ['$partition', 'iob_params']
 # References assert on the median bandwidth (DESIGN.md); other perf variables only on request.

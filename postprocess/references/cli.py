@@ -2,7 +2,7 @@
 import os
 import sys
 
-from postprocess import inputs
+from postprocess.history import inputs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -19,8 +19,8 @@ def register(subparsers):
 
 
 def run(args):
-    from postprocess.calibrate import calibrate
-    from postprocess.cli import UsageError
+    from postprocess.references.calibrate import calibrate
+    from postprocess.common.errors import UsageError
     if not args.perflogs and not args.db:
         raise UsageError('give --perflogs DIR and/or --db FILE')
     path = args.output or os.path.join(REPO, 'configs', 'references', f'{args.system}.yaml')

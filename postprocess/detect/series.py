@@ -21,7 +21,8 @@ import math
 
 import numpy as np
 
-from postprocess.perflog import PHASES
+from postprocess.common.stats import median_log_var  # noqa: F401  (re-exported)
+from postprocess.history.perflog import PHASES
 
 BETWEEN_F = 2.0
 OUTLIER_K = {'write': 12.0, 'read': 20.0}
@@ -42,15 +43,6 @@ def outlier_indices(values, k):
     q1, _, q3 = quartiles(values)
     iqr = q3 - q1
     return [int(i) for i in np.flatnonzero((values > q3 + k * iqr) | (values < q1 - k * iqr))]
-
-
-def median_log_var(values):
-    """Variance of the log of a sample median (robust sigma, large-sample pi/2 factor)."""
-    logs = np.log(np.asarray(values, dtype=float))
-    if logs.size < 2:
-        return 0.0
-    sigma = 1.4826 * float(np.median(np.abs(logs - np.median(logs))))
-    return (math.pi / 2.0) * sigma ** 2 / logs.size
 
 
 def rankdata(values):

@@ -168,8 +168,8 @@ when iobench's result.json lay beside the log).</p><ul>{kinds or '<li>no counter
 
 def diff_logs(log_a, log_b):
     """Open both logs (restricted to iobench's data files where a result.json lies beside them)."""
-    from postprocess import darshan_facts
-    from postprocess.darshan_index import result_beside
+    from postprocess.darshan import facts as darshan_facts
+    from postprocess.darshan.results import result_beside
     facts = []
     for log in (log_a, log_b):
         report = darshan_facts.open_log(log)

@@ -9,12 +9,12 @@ import sys
 
 
 def _usage_error(msg):
-    from postprocess.cli import UsageError
+    from postprocess.common.errors import UsageError
     return UsageError(msg)
 
 
 def _index(args):
-    from postprocess import darshan_index
+    from postprocess.darshan import index as darshan_index
     if not os.path.isdir(args.results_dir):
         raise _usage_error(f"results directory does not exist: '{args.results_dir}'")
     if args.jobs is not None and args.jobs < 1:
@@ -31,7 +31,7 @@ def _index(args):
 
 
 def _open_or_usage(log):
-    from postprocess import darshan_facts
+    from postprocess.darshan import facts as darshan_facts
     if not os.path.isfile(log):
         raise _usage_error(f"no such Darshan log: '{log}'")
     try:
@@ -41,8 +41,8 @@ def _open_or_usage(log):
 
 
 def _diff(args):
-    from postprocess import darshan_facts, darshan_triage
-    from postprocess.darshan_index import result_beside
+    from postprocess.darshan import facts as darshan_facts, triage as darshan_triage
+    from postprocess.darshan.results import result_beside
     facts = []
     for log in (args.log_a, args.log_b):
         report = _open_or_usage(log)
@@ -51,14 +51,14 @@ def _diff(args):
     changes = darshan_triage.diff_facts(*facts)
     print(darshan_triage.render_text(changes, args.log_a, args.log_b, top=args.top))
     if args.output:
-        from postprocess.atomic import write_text
+        from postprocess.common.atomic import write_text
         write_text(args.output, darshan_triage.render_html(changes, args.log_a, args.log_b))
         print(f'HTML: {args.output}')
     return 0
 
 
 def _check(args):
-    from postprocess import darshan_checks, darshan_facts
+    from postprocess.darshan import checks as darshan_checks, facts as darshan_facts
     report = _open_or_usage(args.log)
     try:
         with open(args.result, encoding='utf-8') as fp:

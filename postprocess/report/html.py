@@ -3,7 +3,7 @@ import datetime
 import html
 import os
 
-from postprocess import atomic
+from postprocess.common import atomic
 
 STATUS_COLOR = {'regression': '#f8d0d0', 'improvement': '#d5f0d5', 'insufficient history': '#eee'}
 

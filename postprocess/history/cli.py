@@ -3,7 +3,8 @@ import csv
 import json
 import sys
 
-from postprocess import atomic, inputs
+from postprocess.common import atomic
+from postprocess.history import inputs
 
 COLUMNS = ['system', 'partition', 'environ', 'check', 'params', 'time', 'night', 'session', 'phase',
            'rep', 'bytes', 'seconds', 'bw_MiBps', 'efficiency', 'result']

@@ -3,9 +3,9 @@ import datetime
 import os
 import sys
 
-from postprocess.cli import UsageError
-from postprocess.history import History, filter_runs, merge_runs, read_results_db
-from postprocess.perflog import Diagnostics, read_perflogs
+from postprocess.common.errors import UsageError
+from postprocess.history.store import History, filter_runs, merge_runs, read_results_db
+from postprocess.history.perflog import Diagnostics, read_perflogs
 
 MAX_WARNINGS = 30
 

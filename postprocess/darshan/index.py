@@ -1,7 +1,7 @@
 """Static HTML index of every Darshan log under a results tree (``python -m postprocess darshan-index``).
 
 One row per log: system, partition, environ, check, parameters, date, iobench and Darshan
-bandwidth, ReFrame's result and the Darshan assertions' verdict (darshan_checks.py), a link to the
+bandwidth, ReFrame's result and the Darshan assertions' verdict (checks.py), a link to the
 log's PyDarshan summary report and one to the diff with the previous run of the same check.
 Context comes from what lies beside the log (iobench's result.json) and from ReFrame run reports
 (``runs[].testcases[]``, matched by the test's output or stage directory); a log without either
@@ -21,9 +21,9 @@ import subprocess
 import sys
 import time
 
-from postprocess.atomic import atomic_path, write_text
+from postprocess.common.atomic import atomic_path, write_text
+from postprocess.darshan.results import RESULT_SCHEMA, load_json as _load_json, result_beside  # noqa: F401
 
-RESULT_SCHEMA = 'iobench-result/1'
 SUMMARY_TIMEOUT_S = 900
 
 
@@ -45,31 +45,6 @@ def find_logs(root, skip=None):
         dirnames.sort()
         logs += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith('.darshan')]
     return logs
-
-
-def _load_json(path):
-    try:
-        with open(path, encoding='utf-8') as fp:
-            return json.load(fp)
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-
-
-def result_beside(log):
-    """iobench's result document for a log: <stem>.json, else result.json (ReFrame's stage and
-    output directories), else the only iobench result in the log's directory; or None."""
-    d = os.path.dirname(log) or '.'
-    stem = os.path.basename(log)[:-len('.darshan')] if log.endswith('.darshan') else None
-    for name in ([stem + '.json'] if stem else []) + ['result.json']:
-        doc = _load_json(os.path.join(d, name)) if os.path.isfile(os.path.join(d, name)) else None
-        if isinstance(doc, dict) and doc.get('schema') == RESULT_SCHEMA:
-            return doc
-    found = []
-    for name in sorted(f for f in os.listdir(d) if f.endswith('.json')):
-        doc = _load_json(os.path.join(d, name))
-        if isinstance(doc, dict) and doc.get('schema') == RESULT_SCHEMA:
-            found.append(doc)
-    return found[0] if len(found) == 1 else None
 
 
 def run_report_cases(root):
@@ -95,7 +70,7 @@ def run_report_cases(root):
 
 def _facts_job(log, files):
     """Worker: (facts, error) for one log (runs in a child process)."""
-    from postprocess import darshan_facts
+    from postprocess.darshan import facts as darshan_facts
     try:
         report = darshan_facts.open_log(log)
         return darshan_facts.log_facts(report, files), None
@@ -207,7 +182,7 @@ def _median_bw(result, phase):
 
 def build_rows(root, out_dir, jobs=None, summaries=True, progress=None):
     """Everything the page needs, one dict per log; caches facts and summaries in out_dir."""
-    from postprocess import darshan_checks, darshan_facts
+    from postprocess.darshan import checks as darshan_checks, facts as darshan_facts
     jobs = jobs or os.cpu_count() or 1
     logs = find_logs(root, skip=out_dir)
     cases = run_report_cases(root)
@@ -265,7 +240,7 @@ def build_rows(root, out_dir, jobs=None, summaries=True, progress=None):
 
 def link_previous(rows, out_dir, facts_loader=None):
     """Give each row a diff link to the previous run of the same check (same key, earlier date)."""
-    from postprocess import darshan_triage
+    from postprocess.darshan import triage as darshan_triage
     groups = {}
     for row in rows:
         if row.get('facts_key') and row.get('params'):  # only runs whose identity is known
@@ -288,7 +263,7 @@ def link_previous(rows, out_dir, facts_loader=None):
 
 def build_index(root, out_dir, jobs=None, summaries=True, progress=None):
     """Write OUT_DIR/index.html (+ cache, summaries, diffs). Returns (rows, seconds)."""
-    from postprocess import darshan_page
+    from postprocess.darshan import page as darshan_page
     t0 = time.time()
     os.makedirs(out_dir, exist_ok=True)
     rows = build_rows(root, out_dir, jobs, summaries, progress)

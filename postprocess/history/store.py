@@ -19,8 +19,8 @@ import sqlite3
 
 import numpy as np
 
-from postprocess.detect import median_log_var
-from postprocess.perflog import PHASES, Diagnostics, parse_params, parse_reps
+from postprocess.common.stats import median_log_var
+from postprocess.history.perflog import PHASES, Diagnostics, parse_params, parse_reps
 
 MiB = float(2 ** 20)
 SESSION_GAP = datetime.timedelta(hours=3)

@@ -2,7 +2,7 @@
 import os
 import sys
 
-from postprocess import inputs
+from postprocess.history import inputs
 
 
 def register(subparsers):
@@ -22,13 +22,13 @@ def register(subparsers):
 
 
 def run(args):
-    from postprocess import plots
-    from postprocess.detect import detect
+    from postprocess.report import plots
+    from postprocess.detect.series import detect
     import numpy as np
 
-    from postprocess.perflog import PHASES
-    from postprocess.report_html import write_report
-    from postprocess.cli import UsageError
+    from postprocess.history.perflog import PHASES
+    from postprocess.report.html import write_report
+    from postprocess.common.errors import UsageError
     if args.history_nights < 1:
         raise UsageError(f"--history-nights must be >= 1, got '{args.history_nights}'")
     if args.max_history_plots < 0:

@@ -2,8 +2,9 @@
 import json
 import sys
 
-from postprocess import atomic, inputs
-from postprocess.detect import DEFAULTS
+from postprocess.common import atomic
+from postprocess.history import inputs
+from postprocess.detect.series import DEFAULTS
 
 
 def register(subparsers):
@@ -31,9 +32,9 @@ def format_finding(f):
 
 
 def run(args):
-    from postprocess.detect import detect
+    from postprocess.detect.series import detect
     if args.window < 1:
-        from postprocess.cli import UsageError
+        from postprocess.common.errors import UsageError
         raise UsageError(f"--window must be >= 1, got '{args.window}'")
     history = inputs.load_history(args)
     findings = detect(history, value=args.value, window=args.window,

@@ -1,0 +1,1 @@
+"""What every postprocess package shares: atomic output files, one-line errors, robust statistics."""

@@ -1,0 +1,1 @@
+"""Perflog history: parse ReFrame perflogs and results databases into per-series, per-night arrays."""

@@ -1,0 +1,1 @@
+"""Calibration: performance references (configs/references/<system>.yaml) from measured history."""
