@@ -34,24 +34,33 @@ system="${IOREGRESS_SYSTEM:-}"
 results="${IOREGRESS_RESULTS_ROOT:-$REPO/results}"
 names=()
 extra=()
+# needs_value OPTION [VALUE...]: a value must follow, and an option (--x) is not one.
+needs_value() { (($# >= 2)) && [[ "$2" != --* ]] || usage_error "option '$1' needs a value"; }
 while (($#)); do
     case "$1" in
-        --tag) (($# >= 2)) || usage_error "option '--tag' needs a value"; tag="$2"; shift 2 ;;
-        --system) (($# >= 2)) || usage_error "option '--system' needs a value"; system="$2"; shift 2 ;;
-        --results) (($# >= 2)) || usage_error "option '--results' needs a value"; results="$2"; shift 2 ;;
-        --name) (($# >= 2)) || usage_error "option '--name' needs a value"; names+=(-n "$2"); shift 2 ;;
+        --tag) needs_value "$@"; tag="$2"; shift 2 ;;
+        --system) needs_value "$@"; system="$2"; shift 2 ;;
+        --results) needs_value "$@"; results="$2"; shift 2 ;;
+        --name) needs_value "$@"; names+=(-n "$2"); shift 2 ;;
         -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) usage_error "unknown option '$1'" ;;
     esac
 done
 [[ "$tag" == quick || "$tag" == nightly ]] || usage_error "unknown tag '$tag' (quick or nightly)"
-[[ -z "$system" || "$system" =~ ^[A-Za-z0-9_-]+$ ]] || usage_error "bad system name '$system'"
+# One rule for names that become paths, shared with postprocess (postprocess/common/names.py).
+valid_name() { (cd "$REPO" && "$PYTHON" -m postprocess.common.names "$1" "$2" 2>&1 >/dev/null); }
+if [[ -n "$system" ]] && ! msg="$(valid_name system "$system")"; then usage_error "${msg#error: }"; fi
+for ((i = 1; i < ${#names[@]}; i += 2)); do
+    "$PYTHON" -c 'import re, sys; re.compile(sys.argv[1])' "${names[i]}" 2>/dev/null \
+        || usage_error "bad --name regular expression '${names[i]}'"
+done
 command -v "$REFRAME" >/dev/null || usage_error "reframe not found: '$REFRAME'"
 [[ -z "$results" ]] && usage_error "empty results directory ''"
 if [[ -e "$results" && ! -d "$results" ]]; then usage_error "results path is not a directory '$results'"; fi
 
-config="$REPO/configs/settings.py"
+config="${IOREGRESS_CONFIG:-$REPO/configs/settings.py}"   # another checkout's configs/ (tests)
+[[ -f "$config" ]] || usage_error "no ReFrame configuration file '$config'"
 sysargs=()
 if [[ -n "$system" ]]; then
     sysargs=(--system "$system")
@@ -59,30 +68,119 @@ if [[ -n "$system" ]]; then
     if ! msg="$("$REFRAME" -C "$config" "${sysargs[@]}" --show-config systems/0/name 2>&1)"; then
         grep -q 'could not find a configuration entry' <<<"$msg" \
             && usage_error "unknown system '$system' (no entry in configs/systems/)"
-        usage_error "cannot load '$config': $(grep -m1 -i error <<<"$msg")"
+        where="$(grep -o 'File "[^"]*/systems/[^"]*\.py"' <<<"$msg" | tail -n1 | cut -d'"' -f2)"
+        usage_error "cannot load '$config'${where:+ (system file '$where')}: $(grep -m1 -i error <<<"$msg" | sed 's/\x1b\[[0-9;]*m//g')"
     fi
 else
     system="$("$REFRAME" -C "$config" --show-config systems/0/name 2>/dev/null | tr -d '"' | tail -n1)"
     [[ -n "$system" ]] || usage_error "could not load '$config'"
+    msg="$(valid_name system "$system")" || usage_error "configuration gives a ${msg#error: }"
 fi
 
-mkdir -p "$results" || usage_error "cannot create results directory '$results'"
+# ---- run directory lifecycle (docs/operations.md) -----------------------------------------------------
+# INCOMPLETE from the start; COMPLETE (with the exit status) only at the very end. perflogs.start and,
+# when stopped by a signal, perflogs.end record each history perflog's size, so postprocess can leave
+# out the lines of a run that never completed (postprocess/history/nightly_runs.py).
+env_error() { echo "nightly.sh: error: $*" >&2; exit 1; }
+reason() { local m; m="$(LC_ALL=C "$@" 2>&1 >/dev/null)" && return 0; echo "${m##*: }"; return 1; }
+# write_probe DIR: why a small file cannot be written there (empty if it can).
+write_probe() { reason dd if=/dev/zero of="$1/.write-probe" bs=4096 count=1 status=none; rm -f "$1/.write-probe"; }
+msg="$(reason mkdir -p "$results" "$results/runs" "$results/perflogs")" \
+    || env_error "cannot create results directory '$results': $msg"
 results="$(cd "$results" && pwd)"
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
-run="$results/runs/$stamp-$system-$tag"
-mkdir -p "$run/post" "$results/perflogs"
-ln -sfn "runs/$stamp-$system-$tag" "$results/latest"
+name="$stamp-$system-$tag"
+for n in 2 3 4 5 6 7 8 9; do          # two nightlies started in one second get two directories
+    msg="$(reason mkdir "$results/runs/$name")" && break
+    [[ -e "$results/runs/$name" ]] || env_error "cannot create run directory '$results/runs/$name': $msg"
+    name="$stamp-$system-$tag-$n"
+done
+run="$results/runs/$name"
+[[ -d "$run" && -z "$(ls -A "$run")" ]] || env_error "cannot create a fresh run directory under '$results/runs'"
+stage=start
+killed=""
+child=""
+snapshot() {    # snapshot start|end: size of every history perflog, by file identity (dev:inode)
+    find "$results/perflogs" -type f \( -name '*.log' -o -name '*.log.h[0-9]*' \) \
+        -printf '%D:%i\t%s\t%P\n' > "$run/.perflogs.$1.tmp" 2>/dev/null \
+        && mv -f "$run/.perflogs.$1.tmp" "$run/perflogs.$1"
+}
+mark() {        # mark FILE TEXT: write a marker atomically
+    printf '%s\n' "$2" > "$run/.$1.tmp" 2>/dev/null && mv -f "$run/.$1.tmp" "$run/$1"
+}
+# A perflog ending in a partial line (a disk that filled mid-line) gets its newline now, so tonight's
+# first line is not glued to it; the partial line stays and postprocess reports it as corrupt.
+while IFS= read -r -d '' f; do
+    if [[ -s "$f" && "$(tail -c1 "$f" | od -An -c | tr -d ' ')" != '\n' ]]; then
+        say "perflog '$f' ends in a partial line (earlier full disk or crash): newline appended"
+        printf '\n' >> "$f" || env_error "cannot append to perflog '$f'"
+    fi
+done < <(find "$results/perflogs" -type f \( -name '*.log' -o -name '*.log.h[0-9]*' \) -print0)
+mark INCOMPLETE "started $(date -u +%FT%TZ) pid $$; still running, killed or crashed until COMPLETE replaces this" \
+    && snapshot start && mkdir -p "$run/post" \
+    || env_error "cannot write run directory '$run': $(write_probe "$run")"
+for other in "$results"/runs/*/INCOMPLETE; do
+    [[ -e "$other" && "$other" != "$run/INCOMPLETE" ]] || continue
+    say "note: run $(basename "$(dirname "$other")") did not complete ($(tail -n1 "$other")); its perflog lines are not counted"
+done
+ln -sfn "runs/$name" "$results/latest"
+export IOREGRESS_THIS_RUN="$run"                  # postprocess counts this run's lines though not COMPLETE
+export IOREGRESS_CACHE="${IOREGRESS_CACHE:-$results/cache/ingest}"   # incremental ingest cache
+
+# run_child CMD...: run in its own process group and wait (interruptibly: a trapped signal is acted on
+# at once, not after CMD ends); the signal handler stops the whole group.
+run_child() { set -m; "$@" & child=$!; set +m; wait "$child"; local st=$?; child=""; return $st; }
+on_signal() {   # on_signal NAME NUMBER
+    trap '' TERM INT
+    killed="SIG$1"
+    say "stopped by SIG$1 during $stage: $run stays INCOMPLETE, its perflog lines will not count"
+    if [[ -n "$child" ]]; then
+        kill -TERM -- "-$child" 2>/dev/null
+        for _ in $(seq 60); do kill -0 "$child" 2>/dev/null || break; sleep 0.5; done
+        kill -KILL -- "-$child" 2>/dev/null
+    fi
+    snapshot end
+    mark INCOMPLETE "stopped by SIG$1 during $stage at $(date -u +%FT%TZ)"
+    exit $((128 + $2))
+}
+on_exit() {     # the very end: COMPLETE with the exit status (not after a signal)
+    local st=$?
+    [[ -n "$killed" ]] && return
+    if mark COMPLETE "exit status $st at $(date -u +%FT%TZ)"; then
+        rm -f "$run/INCOMPLETE"
+    else
+        echo "nightly.sh: FAILED: cannot mark '$run' complete: $(write_probe "$run")" >&2
+        exit 1
+    fi
+}
+trap 'on_signal TERM 15' TERM
+trap 'on_signal INT 2' INT
+trap on_exit EXIT
 
 # ---- 1. the suite ----------------------------------------------------------------------------------------
 say "running the $tag suite on $system -> $run"
 start=$SECONDS
 # cwd = run dir so ReFrame's own log (reframe.log, relative in settings.py) lands beside the report.
-(cd "$run" && "$REFRAME" -C "$config" -c "$REPO/reframe_checks" "${sysargs[@]}" -r --tag "$tag" \
-    "${names[@]}" --prefix "$run" --perflogdir "$results/perflogs" \
-    --report-file "$run/report.json" --report-junit "$run/junit.xml" --nocolor "${extra[@]}") \
-    2>&1 | tee "$run/reframe.out"
-rf_status=${PIPESTATUS[0]}
+stage=reframe
+suite() {
+    (cd "$run" && "$REFRAME" -C "$config" -c "$REPO/reframe_checks" "${sysargs[@]}" -r --tag "$tag" \
+        "${names[@]}" --prefix "$run" --perflogdir "$results/perflogs" \
+        --report-file "$run/report.json" --report-junit "$run/junit.xml" --nocolor "${extra[@]}") \
+        2>&1 | tee "$run/reframe.out"
+    return "${PIPESTATUS[0]}"
+}
+run_child suite
+rf_status=$?
 say "reframe exit status $rf_status after $((SECONDS - start)) s"
+# ReFrame only logs a perflog it could not write (e.g. a full disk) and may still exit 0: fail the night.
+if ! snapshot after-reframe; then
+    say "FAILED: cannot write the run directory '$run': $(write_probe "$run")"
+    ((rf_status)) || rf_status=1
+elif grep -q -m1 -e 'No space left on device' -e '--- Logging error ---' "$run/reframe.out"; then
+    say "FAILED: the history perflogs were not fully written: $(grep -o -m1 'No space left on device\|--- Logging error ---' "$run/reframe.out")"
+    ((rf_status)) || rf_status=1
+fi
+stage=postprocess
 
 # ---- 2. postprocess (whatever this checkout has) -------------------------------------------------------
 # have CMD: the postprocess CLI offers CMD (its registry lists it and CMD --help works).
@@ -108,28 +206,39 @@ if ((detect_status > 1)); then
     post_failed=1
     say "postprocess detect failed (status $detect_status)"
 elif [[ -e "$run/post/detect.json" ]]; then
-    # detect judges the latest night of EVERY key in the history; the verdict of this run is about
-    # the checks this run ran (a key not run tonight must not fail it again for an old night).
-    "$PYTHON" - "$run/report.json" "$run/post/detect.json" <<'PYEOF'
-import json, sys
-report, findings = (json.load(open(p)) for p in sys.argv[1:3])
-ran = {(c['system'], c['partition'], c['environ'], c['display_name'])
-       for r in report['runs'] for c in r['testcases'] if c.get('result') == 'pass'}
-latest = {}
-for f in findings:
-    key = (f['system'], f['partition'], f['environ'], f['check'])
-    if key in ran:
-        latest[key + (f['params'], f['phase'])] = max(latest.get(key + (f['params'], f['phase']), ''),
-                                                       f['night'])
-bad = [f for f in findings if f['status'] == 'regression' and
-       latest.get((f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase']))
-       == f['night']]
-for f in bad:
-    print(f"nightly.sh: REGRESSION {f['night']} {f['system']}:{f['partition']} {f['check']} "
-          f"{f['phase']}: median {f['median']:.4g} vs {f['history_median']:.4g} MiB/s")
-sys.exit(3 if bad else 0)
-PYEOF
-    case $? in 0) ;; 3) regression=1 ;; *) post_failed=1; say "could not read detect.json" ;; esac
+    # Tonight's verdict (postprocess/detect/verdict.py) -> $run/post/verdict.json: the findings about
+    # the checks this run ran. Flags are re-run once, right away, with more repetitions, into the run
+    # directory (never the history: no fake night); a flag that does not reproduce is `unconfirmed`
+    # (shown, exit 0). Killed meanwhile: verdict.json says "confirmation": "pending".
+    confirm_repeat="${IOREGRESS_CONFIRM_REPEAT:-10}"      # 0: no confirmation re-run
+    [[ "$confirm_repeat" =~ ^[0-9]+$ ]] || { say "bad IOREGRESS_CONFIRM_REPEAT '$confirm_repeat', using 10"; confirm_repeat=10; }
+    verdict() { (cd "$REPO" && "$PYTHON" -m postprocess verdict --detect "$run/post/detect.json" \
+                 --report "$run/report.json" --json "$run/post/verdict.json" "$@"); }
+    rerun_list=()
+    ((confirm_repeat > 0)) && rerun_list=(--rerun-list "$run/post/rerun.txt")
+    verdict "${rerun_list[@]}"
+    verdict_status=$?
+    if ((verdict_status == 3 && confirm_repeat > 0)) && [[ -s "$run/post/rerun.txt" ]]; then
+        stage=confirmation
+        selectors=()
+        while read -r sel; do [[ -n "$sel" ]] && selectors+=(-n "$sel"); done < "$run/post/rerun.txt"
+        say "confirmation: re-running $((${#selectors[@]} / 2)) check(s) with repeat=$confirm_repeat -> $run/confirm"
+        mkdir -p "$run/confirm/perflogs"
+        confirm_suite() {
+            (cd "$run/confirm" && "$REFRAME" -C "$config" -c "$REPO/reframe_checks" "${sysargs[@]}" -r \
+                "${selectors[@]}" -S "repeat=$confirm_repeat" --prefix "$run/confirm" \
+                --perflogdir "$run/confirm/perflogs" --report-file "$run/confirm/report.json" --nocolor \
+                "${extra[@]}") > "$run/confirm/reframe.out" 2>&1
+        }
+        run_child confirm_suite || say "confirmation re-run: reframe status $? (flags it did not re-run stay)"
+        stage=postprocess
+        verdict --confirm-perflogs "$run/confirm/perflogs" --perflogs "$results/perflogs" --system "$system"
+        verdict_status=$?
+    fi
+    case $verdict_status in 0) ;; 3) regression=1 ;; *) post_failed=1; say "could not judge tonight (verdict status $verdict_status)" ;; esac
+else    # status 1 is also an environment fault (e.g. a full disk): no findings file, no judgement
+    post_failed=1
+    say "postprocess detect wrote no findings (status $detect_status)"
 fi
 darshan_link=()
 [[ -e "$run/post/darshan/index.html" ]] && darshan_link=(--darshan-index "$run/post/darshan/index.html")
@@ -137,10 +246,11 @@ post report --perflogs "$results/perflogs" --system "$system" -o "$run/post/repo
     || post_failed=1
 
 # ---- 3. verdict ------------------------------------------------------------------------------------------
-say "results:  $run"
-say "perflogs: $results/perflogs"
-say "report:   $run/report.json (JUnit: $run/junit.xml)"
-[[ -e "$run/post/report/index.html" ]] && say "html:     $run/post/report/index.html"
+echo
+say "results: $run (report.json, JUnit junit.xml, post/); perflogs: $results/perflogs"
+# The verdict for a person: counts, each regression / system-wide change / failure, the page's file:// URL.
+(cd "$REPO" && "$PYTHON" -m postprocess summary --run "$run") \
+    || say "could not summarise the run (see above); html: $run/post/report/index.html"
 if ((rf_status != 0)); then
     say "FAILED: reframe reported failures (status $rf_status)"
     exit 1

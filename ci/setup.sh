@@ -13,6 +13,13 @@ APT_PACKAGES+=(chromium)
 # Pinned Python packages (what the suite is tested with).
 PIP_PACKAGES=(reframe-hpc==4.10.4 darshan==3.5.0 mpi4py==4.1.2 matplotlib==3.11.2 numpy==2.4.6
               pyyaml==6.0.3 pytest==9.2.0)
+# The report (postprocess/report): templates, inline interactive history, progress; its browser test.
+APT_PACKAGES+=(chromium-driver)
+PIP_PACKAGES+=(jinja2==3.1.6 bokeh==3.9.2 tqdm==4.70.1 selenium==4.40.0)   # selenium 4.52 needs an unreleased certifi
+# Nightly verdicts (postprocess/detect): rank tests, MAD, t tails, Benjamini-Hochberg.
+PIP_PACKAGES+=(scipy==1.17.1)
+# Darshan insights (postprocess/darshan/insights.py): Drishti's analysis of every log.
+PIP_PACKAGES+=(drishti-io==0.8)
 
 APT_UPDATED=0
 apt_install() {   # apt-get update at most once per run
@@ -59,7 +66,7 @@ if ((${#pip_missing[@]})); then
 fi
 
 # --- optional libraries: the ADIOS2 build (ci/build_adios2.sh) goes here ---
-# ADIOS2 from its PyPI sdist into ~/.cache/ioregress/adios2-<version>/ (~25 min the first time on
+# ADIOS2 from its PyPI sdist into ~/.cache/ioregress/adios2-<version>/ (~4-7 min the first time on
 # 2 cores, reused afterwards). IOREGRESS_NO_ADIOS2=1 skips it (the adios2 tests then skip).
 CMAKE_EXTRA=()
 if [[ "${IOREGRESS_NO_ADIOS2:-0}" != 1 ]]; then

@@ -1,7 +1,9 @@
 /* Parallel HDF5 backend: one file, one dataset per variable (global dims, this rank's hyperslab; the
  * memory space selects the block inside the halo'd buffer), independent or collective transfers
  * (H5Pset_dxpl_mpio), H5Fflush(GLOBAL) inside the timer. Every H5* call is checked and the HDF5 error
- * stack is captured into the message. Params: alignment, meta_block_size, coll_metadata. */
+ * stack is captured into the message. A variable with xfer set (pattern ior) is accessed as IOR's HDF5
+ * backend does: one hyperslab H5Dwrite/H5Dread of xfer bytes per call, in file order.
+ * Params: alignment, meta_block_size, coll_metadata. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,17 +219,39 @@ static int transfer_var(iob_ctx *c, h5_state *s, const iob_var *v, int writing)
                               (unsigned long long)have[0], (unsigned long long)gd[0]);
         }
     }
-    H5TRY(mspace = H5Screate_simple(v->ndims, md, NULL), "H5Screate_simple(memory, %s)", v->name);
-    H5TRY(select_block(fspace, v, v->start), "H5Sselect_hyperslab(file, %s)", v->name);
-    H5TRY(select_block(mspace, v, v->moff), "H5Sselect_hyperslab(memory, %s)", v->name);
-    errno = 0;
-    if (writing) {
-        H5TRY(H5Dwrite(dset, type, mspace, fspace, s->dxpl, v->buf), "H5Dwrite(%s, %s)", c->path, v->name);
-        if (rc == IOB_OK && io_errno_fatal(errno))
-            rc = iob_fail(c, "H5Dwrite(%s, %s): HDF5 returned success but the I/O layer failed with errno %d: %s",
-                          c->path, v->name, errno, strerror(errno));
+    if (v->xfer > 0) { /* IOR's way: one hyperslab of xfer bytes per H5Dwrite/H5Dread, in file order */
+        hsize_t n = (hsize_t)(v->xfer / iob_var_elem_bytes(v)), st;
+        H5TRY(mspace = H5Screate_simple(1, &n, NULL), "H5Screate_simple(memory, %s)", v->name);
+        for (hsize_t k = 0; rc == IOB_OK && k < (hsize_t)v->count[0]; k += n) {
+            char *p = (char *)v->buf + k * (hsize_t)iob_var_elem_bytes(v);
+            st = (hsize_t)v->start[0] + k;
+            H5TRY(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &st, NULL, &n, NULL),
+                  "H5Sselect_hyperslab(file, %s, %llu)", v->name, (unsigned long long)st);
+            errno = 0;
+            if (writing) {
+                H5TRY(H5Dwrite(dset, type, mspace, fspace, s->dxpl, p), "H5Dwrite(%s, %s, element %llu)",
+                      c->path, v->name, (unsigned long long)st);
+                if (rc == IOB_OK && io_errno_fatal(errno))
+                    rc = iob_fail(c, "H5Dwrite(%s, %s): HDF5 returned success but the I/O layer failed "
+                                  "with errno %d: %s", c->path, v->name, errno, strerror(errno));
+            } else {
+                H5TRY(H5Dread(dset, type, mspace, fspace, s->dxpl, p), "H5Dread(%s, %s, element %llu)",
+                      c->path, v->name, (unsigned long long)st);
+            }
+        }
     } else {
-        H5TRY(H5Dread(dset, type, mspace, fspace, s->dxpl, v->buf), "H5Dread(%s, %s)", c->path, v->name);
+        H5TRY(mspace = H5Screate_simple(v->ndims, md, NULL), "H5Screate_simple(memory, %s)", v->name);
+        H5TRY(select_block(fspace, v, v->start), "H5Sselect_hyperslab(file, %s)", v->name);
+        H5TRY(select_block(mspace, v, v->moff), "H5Sselect_hyperslab(memory, %s)", v->name);
+        errno = 0;
+        if (writing) {
+            H5TRY(H5Dwrite(dset, type, mspace, fspace, s->dxpl, v->buf), "H5Dwrite(%s, %s)", c->path, v->name);
+            if (rc == IOB_OK && io_errno_fatal(errno))
+                rc = iob_fail(c, "H5Dwrite(%s, %s): HDF5 returned success but the I/O layer failed with errno %d: %s",
+                              c->path, v->name, errno, strerror(errno));
+        } else {
+            H5TRY(H5Dread(dset, type, mspace, fspace, s->dxpl, v->buf), "H5Dread(%s, %s)", c->path, v->name);
+        }
     }
     if (dset >= 0)
         H5TRY(H5Dclose(dset), "H5Dclose(%s)", v->name);

@@ -1,6 +1,7 @@
 /* MPI-IO backend: one shared file; each variable through a subarray file view at its file_offset;
  * independent (MPI_File_write/read) or collective (MPI_File_write_all/read_all) access; the memory
- * datatype strips the halo; MPI_File_sync makes the data durable inside the timer. */
+ * datatype strips the halo; MPI_File_sync makes the data durable inside the timer. A variable with xfer
+ * set (pattern ior) goes as IOR's MPIIO backend does: explicit offsets, one call per transfer. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,39 @@ static int mpiio_open(iob_ctx *c, int writing)
     return IOB_OK;
 }
 
+/* A 1-D block in calls of v->xfer bytes at explicit offsets, as IOR does (MPI_File_write_at or
+ * MPI_File_write_at_all per transfer; every rank makes the same number of calls). */
+static int transfer_xfer(iob_ctx *c, mpiio_state *s, const iob_var *v, int writing, int coll)
+{
+    const char *name = writing ? (coll ? "MPI_File_write_at_all" : "MPI_File_write_at")
+                               : (coll ? "MPI_File_read_at_all" : "MPI_File_read_at");
+    int64_t eb = iob_var_elem_bytes(v), bytes = v->count[0] * eb, n = v->xfer / eb;
+    MPI_Datatype el = MPI_INT64_T; /* 8-byte elements: up to 2^34 bytes per call */
+    char call[4400];
+    for (int64_t done = 0; done < bytes; done += v->xfer) {
+        MPI_Offset off = (MPI_Offset)(v->file_offset + v->start[0] * eb + done);
+        char *p = (char *)v->buf + done;
+        MPI_Status st;
+        errno = 0;
+        int rc = writing ? (coll ? MPI_File_write_at_all(s->fh, off, p, (int)n, el, &st)
+                                 : MPI_File_write_at(s->fh, off, p, (int)n, el, &st))
+                         : (coll ? MPI_File_read_at_all(s->fh, off, p, (int)n, el, &st)
+                                 : MPI_File_read_at(s->fh, off, p, (int)n, el, &st));
+        int io_errno = errno, got = -1;
+        snprintf(call, sizeof call, "%s(%s, var %s, offset %lld)", name, c->path, v->name, (long long)off);
+        if (rc == MPI_SUCCESS && io_errno_fatal(io_errno))
+            return iob_fail(c, "%s: MPI returned success but the I/O layer failed with errno %d: %s", call,
+                            io_errno, strerror(io_errno));
+        if (iob_mpi_check(c, rc, call))
+            return IOB_FAIL;
+        MPI_Get_count(&st, el, &got);
+        if (got != (int)n)
+            return iob_fail(c, "%s: incomplete transfer (MPI_Get_count %d, expected %lld)", call, got,
+                            (long long)n);
+    }
+    return IOB_OK;
+}
+
 static int transfer(iob_ctx *c, int writing)
 {
     mpiio_state *s = c->backend_state;
@@ -54,6 +88,11 @@ static int transfer(iob_ctx *c, int writing)
                                : (coll ? "MPI_File_read_all" : "MPI_File_read");
     for (int i = 0; i < c->nvars; i++) {
         const iob_var *v = &c->vars[i];
+        if (v->xfer > 0) {
+            if (transfer_xfer(c, s, v, writing, coll))
+                return IOB_FAIL;
+            continue;
+        }
         MPI_Datatype ftype, mtype, etype = MPI_BYTE;
         if (iob_var_filetype(c, v, &ftype))
             return IOB_FAIL;

@@ -1,6 +1,7 @@
 /* POSIX backend. fpp: one file per rank (path.<rank>), the block packed in C order. shared: one file
  * holding the global array; each contiguous run goes to its global C-order offset. Runs adjacent in the
- * file are gathered into pwritev/preadv calls (up to IOV_MAX buffers) so halo rows cost no extra calls. */
+ * file are gathered into pwritev/preadv calls (up to IOV_MAX buffers) so halo rows cost no extra calls.
+ * Calls move at most IOB_POSIX_BATCH bytes, or exactly a variable's xfer when set (pattern ior). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,6 +24,7 @@ typedef struct {
     struct iovec iov[MAXIOV];
     int niov;
     int64_t off, len; /* file extent of the pending batch */
+    int64_t lim;      /* bytes per call: the variable's xfer, else IOB_POSIX_BATCH */
 } posix_state;
 
 static int fpp(const iob_ctx *c) { return strcmp(c->opt->mode, "fpp") == 0; }
@@ -95,10 +97,10 @@ static int flush(posix_state *s)
 static int add_run(void *arg, int64_t file_off, void *mem, int64_t bytes)
 {
     posix_state *s = arg;
-    /* calls of at most IOB_POSIX_BATCH bytes (IOR-like 4 MiB transfers) */
+    /* calls of at most s->lim bytes (IOR-like 4 MiB transfers, or the variable's xfer exactly) */
     while (bytes > 0) {
-        int64_t chunk = bytes > IOB_POSIX_BATCH ? IOB_POSIX_BATCH : bytes;
-        if (s->niov && (s->niov == MAXIOV || file_off != s->off + s->len || s->len + chunk > IOB_POSIX_BATCH))
+        int64_t chunk = bytes > s->lim ? s->lim : bytes;
+        if (s->niov && (s->niov == MAXIOV || file_off != s->off + s->len || s->len + chunk > s->lim))
             if (flush(s))
                 return IOB_FAIL;
         if (s->niov == 0)
@@ -118,6 +120,9 @@ static int transfer(iob_ctx *c)
     int64_t packed = 0;
     for (int i = 0; i < c->nvars; i++) {
         iob_var v = c->vars[i];
+        if (s->niov && (v.xfer ? v.xfer : IOB_POSIX_BATCH) != s->lim && flush(s))
+            return IOB_FAIL;
+        s->lim = v.xfer ? v.xfer : IOB_POSIX_BATCH;
         if (fpp(c)) { /* the rank's own file holds its blocks packed one after another */
             for (int d = 0; d < v.ndims; d++)
                 v.gdims[d] = v.count[d], v.start[d] = 0;

@@ -8,6 +8,7 @@
  * reads the chunk another node wrote. SIONlib writes its metadata at sion_parclose_mpi, so sync()
  * closes and then fsyncs the container by path, inside the timer. SIONlib reports errors on stderr
  * only; each call's stderr is captured (and re-emitted) so the message carries the library's text.
+ * Independent mode writes and reads in calls of a variable's xfer bytes when the pattern sets one (ior).
  * Params: chunksize (bytes, default this rank's block), fsblksize (-1: SIONlib detects),
  * collsize (collective modes: ranks per collector, -1: SIONlib decides). */
 #include <errno.h>
@@ -194,6 +195,8 @@ static int sion_open_(iob_ctx *c, int writing)
                                "-np %d", c->path, ntasks, c->nranks, ntasks);
     }
     s->piece = chunksize < PIECE ? chunksize : PIECE;
+    if (c->nvars > 0 && c->vars[0].xfer > 0 && c->vars[0].xfer < s->piece)
+        s->piece = c->vars[0].xfer; /* pattern ior: one sion_fwrite/sion_fread per transfer */
     char val[64];
     iob_kv_put(&c->hints_in_effect, writing ? "file_mode_write" : "file_mode_read", fmode);
     snprintf(val, sizeof val, "%d", (int)fsblksize);
@@ -243,8 +246,8 @@ static int read_own(iob_ctx *c, sion_state *s, char *buf, int64_t bytes)
         int64_t n = sion_bytes_avail_in_chunk(s->sid);
         if (n > bytes - done)
             n = bytes - done;
-        if (n > PIECE)
-            n = PIECE;
+        if (n > s->piece)
+            n = s->piece;
         cap_begin();
         errno = 0;
         size_t r = sion_fread(buf + done, 1, (size_t)n, s->sid);

@@ -8,7 +8,7 @@
  *
  * Adding a backend = one backend_<name>.c defining `const iob_backend iob_backend_<name>` plus one
  * line in backends.c (IOR's aiori-*.c is the model). Adding a pattern = one pattern_<name>.c plus one
- * line in patterns.c.
+ * line in patterns.c (and its name in CMakeLists.txt's source list).
  */
 #ifndef IOBENCH_H
 #define IOBENCH_H
@@ -47,6 +47,10 @@ typedef struct {
     int64_t moff[IOB_MAXDIMS];        /* offset of the block inside the memory buffer */
     void *buf;                        /* memory buffer, mdims elements of nfields*8 bytes */
     int64_t file_offset;              /* byte offset of this variable in a shared flat file */
+    int64_t xfer;                     /* bytes per access call, in file order (IOR's transfer size,
+                                       * pattern ior; 1-D, no halo, divides the block); 0 = the
+                                       * backend's choice. posix, mpiio, hdf5 and sionlib
+                                       * (independent) honour it; adios2 buffers puts anyway. */
 } iob_var;
 
 static inline int64_t iob_var_elem_bytes(const iob_var *v) { return 8 * (int64_t)v->nfields; }

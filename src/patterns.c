@@ -4,7 +4,7 @@
 #include "iobench.h"
 
 extern const iob_pattern iob_pattern_benchio;
-extern const iob_pattern iob_pattern_hacc, iob_pattern_nektar, iob_pattern_mdfiles;
+extern const iob_pattern iob_pattern_hacc, iob_pattern_nektar, iob_pattern_mdfiles, iob_pattern_ior;
 #ifdef IOB_HAVE_HDF5
 extern const iob_pattern iob_pattern_mddatasets;
 #endif
@@ -14,6 +14,7 @@ const iob_pattern *const iob_patterns[] = {
     &iob_pattern_hacc,
     &iob_pattern_nektar,
     &iob_pattern_mdfiles,
+    &iob_pattern_ior,
 #ifdef IOB_HAVE_HDF5
     &iob_pattern_mddatasets,
 #endif

@@ -90,3 +90,24 @@ def run_iobench(iobench):
 def iobench_error_lines(stderr: str) -> list:
     """iobench's own stderr lines (mpirun adds its own banner when a rank exits non-zero)."""
     return [line for line in stderr.splitlines() if line.startswith("iobench")]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium at 1280 px through selenium and Debian's chromedriver (nothing downloaded
+    at run time); its console log is kept for the no-JavaScript-errors assertions."""
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed (ci/setup.sh)")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not (chromium and driver):
+        pytest.skip("apt-get install chromium chromium-driver (ci/setup.sh)")
+    from selenium.webdriver.chrome.service import Service
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,900", "--disable-background-networking"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(service=Service(driver), options=opts)
+    yield drv
+    drv.quit()

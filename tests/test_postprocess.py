@@ -13,7 +13,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from postprocess.references import calibrate as cal  # noqa: E402
-from postprocess.detect.series import compare, detect, mann_whitney, outlier_indices  # noqa: E402
+from postprocess.detect.series import compare, mann_whitney, outlier_indices  # noqa: E402
+from postprocess.detect.suite import detect  # noqa: E402
 from postprocess.history.store import History  # noqa: E402
 from postprocess.history.perflog import read_perflogs  # noqa: E402
 
@@ -97,12 +98,15 @@ def test_detect_on_efficiency_flags_exactly_the_planted_changes():
     assert early and all(f['status'] == 'insufficient history' for f in early)
 
 
-def test_detect_on_absolute_bandwidth_also_reacts_to_machine_load():
-    # The synthetic nights share a load factor (CV 8 %): absolute bandwidth sees the planted
-    # changes and some load swings too; efficiency (above) removes the swings.
+def test_detect_on_absolute_bandwidth_removes_the_machine_load_itself():
+    # The synthetic nights share a load factor (CV 8 %) that the old per-series detector mistook
+    # for changes on absolute bandwidth; the night's common factor (fio among the series) now
+    # removes it: the planted changes and nothing else, and the load is never a `system` finding.
     runs, _ = read_perflogs(SYNTH)
-    flags = _flags(runs, 'bw_MiBps')
-    assert PLANTED <= flags and len(flags) > len(PLANTED)
+    assert _flags(runs, 'bw_MiBps') == PLANTED
+    system = [f for f in detect(History(runs)) if f['scope'] == 'system']
+    assert system and all(f['status'] in ('ok', 'insufficient history') for f in system)
+    assert {f['phase'] for f in system} == {'write', 'read'}
 
 
 def test_single_run_and_empty_history():

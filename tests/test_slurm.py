@@ -246,7 +246,10 @@ def test_nightly_fails_on_detected_regression(tmp_path):
     detect_txt = (results / 'latest' / 'post' / 'detect.txt')
     assert second.returncode == 3, (detect_txt.read_text() if detect_txt.exists() else '') + \
         second.stdout[-2000:]
-    assert re.search(r'nightly.sh: REGRESSION .*posix:fpp (write|read)', second.stdout), second.stdout[-3000:]
+    # the verdict line (postprocess verdict) and the closing summary both name the series
+    assert re.search(r'nightly verdict: REGRESSION .*io=posix:fpp .*(write|read): ', second.stdout), \
+        second.stdout[-3000:]
+    assert re.search(r'REGRESSION +BenchIO posix/fpp .*(write|read) -\d', second.stdout), second.stdout[-3000:]
     assert 'performance regression detected' in second.stdout
     # History is appended to, never rewritten.
     assert len(perflog.read_text().splitlines()) == lines_before + 1

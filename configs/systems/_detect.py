@@ -94,8 +94,10 @@ def library_features():
 
 
 def this_machine_extras():
-    """Partition extras shared by the systems that run on this machine (local, local-slurm)."""
-    return {'iobench_build': iobench_build(), 'scratch': scratch(), 'stripes': ['default']}
+    """Partition extras shared by the systems that run on this machine (local, local-slurm).
+    rank_counts: what the scaling checks sweep here (reframe_checks/iobench_lib/scaling.py)."""
+    return {'iobench_build': iobench_build(), 'scratch': scratch(), 'stripes': ['default'],
+            'rank_counts': [1, 2]}
 
 
 def mpi_gnu_environment(system):

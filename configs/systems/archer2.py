@@ -26,6 +26,9 @@ _scratch = os.environ.get('IOREGRESS_SCRATCH') or (
 # shared files; 4 MiB and 128 MiB test stripe size against per-aggregator data (seed 000).
 _STRIPES = ['default', 'c1-S1M', 'c4-S4M', 'c-1-S1M', 'c-1-S128M']
 
+# Scaling checks (--tag scaling, part of nightly) sweep 1, 2, 4 and 8 full nodes of 128 cores.
+_RANKS = [128, 256, 512, 1024]
+
 _COMMON = {
     'scheduler': 'slurm',
     'launcher': 'srun',
@@ -52,14 +55,14 @@ site_configuration = {
                      descr='Standard compute nodes, iobench built with CMake and Cray modules',
                      environs=['PrgEnv-gnu', 'PrgEnv-cray'],
                      extras={'iobench_build': 'cmake', 'scratch': _scratch,
-                             'stripes': _STRIPES, 'lfs': 'lfs'}),
+                             'stripes': _STRIPES, 'lfs': 'lfs', 'rank_counts': _RANKS}),
                 dict(_COMMON, name='compute-spack',
                      descr='Standard compute nodes, iobench from the Spack environment',
                      environs=['spack-gnu'],
                      extras={'iobench_build': 'spack', 'spack_env': 'spack_env/systems/archer2',
                              'spack_setup': ['module load other-software', 'module load spack'],
                              'build_jobs': 8, 'scratch': _scratch,
-                             'stripes': _STRIPES, 'lfs': 'lfs'}),
+                             'stripes': _STRIPES, 'lfs': 'lfs', 'rank_counts': _RANKS}),
             ],
         }
     ],

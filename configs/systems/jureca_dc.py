@@ -20,6 +20,9 @@ _scratch = os.environ.get('IOREGRESS_SCRATCH') or (
     os.path.join(os.environ['SCRATCH'], os.environ.get('USER', 'unknown'), 'ioregress')
     if os.environ.get('SCRATCH') else None)
 
+# Scaling checks (--tag scaling, part of nightly) sweep 1, 2, 4 and 8 full nodes of 128 cores.
+_RANKS = [128, 256, 512, 1024]
+
 _COMMON = {
     'scheduler': 'slurm',
     'launcher': 'srun',
@@ -43,12 +46,13 @@ site_configuration = {
                      descr='dc-cpu nodes, iobench built with CMake and the Stage modules',
                      environs=['gcc-psmpi', 'gcc-openmpi'],
                      extras={'iobench_build': 'cmake', 'scratch': _scratch,
-                             'stripes': ['default']}),
+                             'stripes': ['default'], 'rank_counts': _RANKS}),
                 dict(_COMMON, name='dc-cpu-spack',
                      descr='dc-cpu nodes, iobench from the Spack environment',
                      environs=['spack-gcc'],
                      extras={'iobench_build': 'spack', 'spack_env': 'spack_env/systems/jureca-dc',
-                             'build_jobs': 8, 'scratch': _scratch, 'stripes': ['default']}),
+                             'build_jobs': 8, 'scratch': _scratch, 'stripes': ['default'],
+                             'rank_counts': _RANKS}),
             ],
         }
     ],

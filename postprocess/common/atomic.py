@@ -3,6 +3,7 @@
 A reader never sees a half-written file and an interrupted run leaves the old file intact.
 """
 import contextlib
+import errno
 import os
 import tempfile
 
@@ -12,7 +13,7 @@ def atomic_path(path):
     """Yield a temporary path beside ``path``; on success rename it to ``path``, else remove it."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
+    make_dirs(directory)
     base = os.path.basename(path)
     fd, tmp = tempfile.mkstemp(prefix=f'.{base}.', suffix='.tmp', dir=directory)
     os.close(fd)
@@ -24,6 +25,16 @@ def atomic_path(path):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def make_dirs(directory):
+    """os.makedirs, but a regular file in the way is named as such (not 'File exists')."""
+    probe = directory
+    while probe and not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if probe and not os.path.isdir(probe):
+        raise NotADirectoryError(errno.ENOTDIR, 'not a directory', probe)
+    os.makedirs(directory, exist_ok=True)
 
 
 def write_text(path, text):

@@ -20,13 +20,15 @@ def _index(args):
     if args.jobs is not None and args.jobs < 1:
         raise _usage_error(f"--jobs must be at least 1: '{args.jobs}'")
     rows, secs = darshan_index.build_index(
-        args.results_dir, args.output, jobs=args.jobs, summaries=not args.no_summaries,
-        progress=None if args.quiet else (lambda m: print(m, file=sys.stderr)))
+        args.results_dir, args.output, jobs=args.jobs, summaries=args.summaries,
+        progress=None if args.quiet else (lambda m: print(f'darshan-index: {m}', file=sys.stderr)))
     counts = {}
     for r in rows:
         counts[r['verdict']] = counts.get(r['verdict'], 0) + 1
+    critical = sum(1 for r in rows if r['insight_counts']['critical'])
     print(f'{os.path.join(args.output, "index.html")}: {len(rows)} logs '
-          f'({", ".join(f"{k} {v}" for k, v in sorted(counts.items()))}) in {secs:.1f} s')
+          f'({", ".join(f"{k} {v}" for k, v in sorted(counts.items()))}; '
+          f'{critical} with unexpected critical Drishti issues) in {secs:.1f} s')
     return 0
 
 
@@ -78,7 +80,12 @@ def register(subparsers):
     p.add_argument('results_dir', metavar='RESULTS_DIR')
     p.add_argument('-o', '--output', required=True, metavar='OUT_DIR', help='site directory (cache kept here)')
     p.add_argument('-j', '--jobs', type=int, default=None, help='parallel workers (default: CPU count)')
-    p.add_argument('--no-summaries', action='store_true', help='skip the PyDarshan summary reports')
+    p.add_argument('--summaries', choices=('flagged', 'all', 'none'), default='flagged',
+                   help='PyDarshan summary reports (seconds of CPU each) for the failed and flagged runs '
+                        '(default), for every log (most wanted first, the index is usable before they '
+                        'are done) or none; summaries made earlier are kept and linked')
+    p.add_argument('--no-summaries', dest='summaries', action='store_const', const='none',
+                   help='same as --summaries none')
     p.add_argument('-q', '--quiet', action='store_true')
     p.set_defaults(func=_index)
 

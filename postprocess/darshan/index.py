@@ -1,38 +1,33 @@
 """Static HTML index of every Darshan log under a results tree (``python -m postprocess darshan-index``).
 
-One row per log: system, partition, environ, check, parameters, date, iobench and Darshan
-bandwidth, ReFrame's result and the Darshan assertions' verdict (checks.py), a link to the
-log's PyDarshan summary report and one to the diff with the previous run of the same check.
-Context comes from what lies beside the log (iobench's result.json) and from ReFrame run reports
-(``runs[].testcases[]``, matched by the test's output or stage directory); a log without either
-still gets a row with its counters and a note.
+One row per log: where and what ran (system, partition, environ, check, parameters, date),
+iobench and Darshan bandwidth, ReFrame's result, the Darshan assertions' verdict (checks.py) and
+the counts of Drishti's critical issues and warnings (insights.py); each row links the log's own
+page (``logs/<id>.html``: every insight with its recommendations), PyDarshan's summary where one
+exists and the diff with the previous good run of the same check. ``index.json`` holds the same
+rows for other pages to link (the report does). Context comes from what lies beside the log
+(iobench's result.json) and from ReFrame run reports (``runs[].testcases[]``, matched by the
+test's output or stage directory); a log without either still gets a row with its counters.
 
-Work is cached in OUT_DIR by the log's sha256: ``cache/<sha>-<files>.json`` (facts, computed in a
-process pool so a log that crashes darshan-util costs only its own row) and
-``summaries/<sha>.html`` (``python -m darshan summary``, one subprocess per new log, in parallel).
+Cheap work is done for every log and cached in OUT_DIR by the log's sha256 (``cache/`` facts,
+``insights/`` Drishti). PyDarshan's summaries cost seconds of CPU each, so they are made for what
+a person will open first: ``flagged`` = failed Darshan checks and failed ReFrame runs; ``all``
+adds the newest run of each check, then the rest, rewriting the index after each band so it is
+usable early; ``none`` makes none. A summary made once is kept and linked whatever the mode.
 A bad log (truncated, corrupt, non-MPI, no POSIX module, odd file name) is a message in its row,
-never the end of the report. Every file is written atomically (tmp + rename).
+never the end of the index.
 """
-import concurrent.futures as cf
 import hashlib
 import json
 import os
-import subprocess
-import sys
 import time
 
-from postprocess.common.atomic import atomic_path, write_text
+from postprocess.common.atomic import write_text
+from postprocess.darshan import insights as darshan_insights
 from postprocess.darshan.results import RESULT_SCHEMA, load_json as _load_json, result_beside  # noqa: F401
+from postprocess.darshan.work import compute_cached, make_summaries, sha256_file, write_if_changed
 
-SUMMARY_TIMEOUT_S = 900
-
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, 'rb') as fp:
-        for block in iter(lambda: fp.read(1 << 20), b''):
-            h.update(block)
-    return h.hexdigest()
+SUMMARY_MODES = ('flagged', 'all', 'none')
 
 
 def find_logs(root, skip=None):
@@ -68,89 +63,6 @@ def run_report_cases(root):
     return cases
 
 
-def _facts_job(log, files):
-    """Worker: (facts, error) for one log (runs in a child process)."""
-    from postprocess.darshan import facts as darshan_facts
-    try:
-        report = darshan_facts.open_log(log)
-        return darshan_facts.log_facts(report, files), None
-    except darshan_facts.DarshanLogError as err:
-        return None, str(err)
-    except Exception as err:  # a log PyDarshan chokes on must not end the report
-        return None, f'PyDarshan could not read this log ({type(err).__name__}: {err})'
-
-
-def _cache_key(sha, files):
-    return sha + '-' + hashlib.sha256(json.dumps(sorted(files or [])).encode()).hexdigest()[:12] \
-        if files is not None else sha + '-all'
-
-
-def compute_facts(items, cache_dir, jobs):
-    """items: [(key, log, files)] -> {key: (facts, error)}, cached as JSON in cache_dir."""
-    out, todo = {}, []
-    for key, log, files in items:
-        cached = _load_json(os.path.join(cache_dir, key + '.json'))
-        if isinstance(cached, dict) and 'facts' in cached:
-            out[key] = (cached['facts'], cached['error'])
-        elif key not in dict((k, 1) for k, _, _ in todo):
-            todo.append((key, log, files))
-
-    def store(key, value):
-        out[key] = value
-        write_text(os.path.join(cache_dir, key + '.json'), json.dumps({'facts': value[0], 'error': value[1]}))
-
-    pending = list(todo)
-    try:
-        with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
-            futs = {pool.submit(_facts_job, log, files): key for key, log, files in pending}
-            for fut in cf.as_completed(futs):
-                store(futs[fut], fut.result())
-    except cf.process.BrokenProcessPool:
-        # A log crashed darshan-util in C: redo the rest one per process so only it is marked.
-        for key, log, files in pending:
-            if key in out:
-                continue
-            try:
-                with cf.ProcessPoolExecutor(max_workers=1) as one:
-                    store(key, one.submit(_facts_job, log, files).result())
-            except cf.process.BrokenProcessPool:
-                store(key, (None, 'darshan-util crashed reading this log (corrupt log?)'))
-    return out
-
-
-def make_summary(log, dest):
-    """PyDarshan's HTML summary of ``log`` at ``dest`` (atomic). Returns an error line or None."""
-    with atomic_path(dest) as tmp:
-        try:
-            res = subprocess.run([sys.executable, '-m', 'darshan', 'summary', os.path.abspath(log),
-                                  '--output', tmp], capture_output=True, text=True,
-                                 timeout=SUMMARY_TIMEOUT_S, cwd=os.path.dirname(tmp))
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f'darshan summary timed out after {SUMMARY_TIMEOUT_S} s') from None
-        if res.returncode != 0 or not os.path.getsize(tmp):
-            tail = (res.stderr.strip().splitlines() or ['no output'])[-1]
-            raise RuntimeError(f'darshan summary failed: {tail}')
-
-
-def make_summaries(wanted, summary_dir, jobs):
-    """wanted: {sha: log}. Creates missing summaries/<sha>.html; returns {sha: error or None}."""
-    errors = {}
-    missing = {sha: log for sha, log in wanted.items()
-               if not os.path.exists(os.path.join(summary_dir, sha + '.html'))}
-
-    def one(sha, log):
-        try:
-            make_summary(log, os.path.join(summary_dir, sha + '.html'))
-            return sha, None
-        except (RuntimeError, OSError) as err:
-            return sha, str(err)
-
-    with cf.ThreadPoolExecutor(max_workers=jobs) as pool:
-        for sha, err in pool.map(lambda kv: one(*kv), missing.items()):
-            errors[sha] = err
-    return errors
-
-
 def _context(log, root, cases, result):
     """What run a log belongs to: from the run report, else the ReFrame directory layout."""
     d = os.path.realpath(os.path.dirname(log))
@@ -180,14 +92,51 @@ def _median_bw(result, phase):
         return None
 
 
-def build_rows(root, out_dir, jobs=None, summaries=True, progress=None):
-    """Everything the page needs, one dict per log; caches facts and summaries in out_dir."""
+
+
+def _facts_job(log, files):
+    """Worker: {'facts', 'error'} for one log (runs in a child process)."""
+    from postprocess.darshan import facts as darshan_facts
+    try:
+        report = darshan_facts.open_log(log)
+        return {'facts': darshan_facts.log_facts(report, files), 'error': None}
+    except darshan_facts.DarshanLogError as err:
+        return {'facts': None, 'error': str(err)}
+    except Exception as err:  # a log PyDarshan chokes on must not end the report
+        return {'facts': None, 'error': f'PyDarshan could not read this log ({type(err).__name__}: {err})'}
+
+
+def _cache_key(sha, files):
+    return sha + '-' + hashlib.sha256(json.dumps(sorted(files or [])).encode()).hexdigest()[:12] \
+        if files is not None else sha + '-all'
+
+
+def _verdict(f, err, result):
+    """(verdict, message, assertions): pass/fail of the Darshan assertions, n/a when nothing can be
+    asserted."""
+    from postprocess.darshan import checks as darshan_checks
+    if err:
+        return 'error', err, []
+    if f['kind'] != 'ok' and not f['kind'].startswith('Darshan ran out') and not (
+            f['non_mpi'] and result and int(result.get('ranks') or 0) == 1):
+        return 'n/a', f['kind'], []
+    if not result:
+        return 'n/a', 'no iobench result.json beside the log: nothing asserted', []
+    verdicts = darshan_checks.check_run(f, result)
+    bad = darshan_checks.failures(verdicts)
+    return ('fail' if bad else 'pass'), '; '.join(f'{v["check"]}: {v["detail"]}' for v in bad) or (
+        f['kind'] if f['kind'] != 'ok' else ''), verdicts
+
+
+def build_rows(root, out_dir, jobs=None, progress=None):
+    """Everything the pages need, one dict per log; caches facts and insights in out_dir."""
     from postprocess.darshan import checks as darshan_checks, facts as darshan_facts
     jobs = jobs or os.cpu_count() or 1
-    logs = find_logs(root, skip=out_dir)
+    say = progress or (lambda msg: None)
+    t0 = time.time()
     cases = run_report_cases(root)
     entries = []
-    for log in logs:
+    for log in find_logs(root, skip=out_dir):
         try:
             sha = sha256_file(log)
         except OSError as err:
@@ -197,18 +146,21 @@ def build_rows(root, out_dir, jobs=None, summaries=True, progress=None):
         files = darshan_facts.files_from_result(result) if result else None
         entries.append({'log': log, 'sha': sha, 'result': result, 'files': files,
                         'key': _cache_key(sha, files)})
-    facts = compute_facts([(e['key'], e['log'], e['files']) for e in entries if e.get('sha')],
-                          os.path.join(out_dir, 'cache'), jobs)
-    if progress:
-        progress(f'facts for {len(entries)} logs ready')
-    summary_errors = {}
-    if summaries:
-        wanted = {e['sha']: e['log'] for e in entries if e.get('sha') and facts[e['key']][0] is not None}
-        summary_errors = make_summaries(wanted, os.path.join(out_dir, 'summaries'), jobs)
+    facts = compute_cached([(e['key'], e['log'], e['files']) for e in entries if e.get('sha')],
+                           os.path.join(out_dir, 'cache'), jobs, _facts_job, valid=lambda d: 'error' in d,
+                           crashed={'facts': None})
+    say(f'facts for {len(entries)} logs ready ({time.time() - t0:.1f} s)')
+    version = darshan_insights.drishti_version()
+    readable = {e['sha']: e['log'] for e in entries if e.get('sha') and facts[e['key']].get('facts')}
+    found = compute_cached([(sha, log) for sha, log in readable.items()], os.path.join(out_dir, 'insights'),
+                           jobs, darshan_insights.drishti_insights,
+                           valid=lambda d: d.get('drishti') == version, crashed={'drishti': version})
+    say(f'Drishti insights for {len(readable)} logs ready ({time.time() - t0:.1f} s)')
     rows = []
     for e in entries:
         result = e.get('result')
-        f, err = facts.get(e.get('key'), (None, e.get('error')))
+        doc = facts.get(e.get('key')) or {'facts': None, 'error': e.get('error')}
+        f, err = doc.get('facts'), doc.get('error')
         row = {'log': e['log'], 'rel': os.path.relpath(e['log'], root), 'sha': e.get('sha')}
         row.update(_context(e['log'], root, cases, result))
         row['iobench_write'] = _median_bw(result, 'write') if result else None
@@ -217,30 +169,24 @@ def build_rows(root, out_dir, jobs=None, summaries=True, progress=None):
         start = f['start_time'] if f else None
         row['date'] = (result or {}).get('started') or (
             time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(start)) if start else '')
-        if err:
-            row['verdict'], row['message'] = 'error', err
-        elif f['kind'] != 'ok' and not f['kind'].startswith('Darshan ran out') and not (
-                f['non_mpi'] and result and int(result.get('ranks') or 0) == 1):
-            row['verdict'], row['message'] = 'n/a', f['kind']
-        elif not result:
-            row['verdict'], row['message'] = 'n/a', 'no iobench result.json beside the log: nothing asserted'
-        else:
-            bad = darshan_checks.failures(darshan_checks.check_run(f, result))
-            row['verdict'] = 'fail' if bad else 'pass'
-            row['message'] = '; '.join(f'{v["check"]}: {v["detail"]}' for v in bad) or (
-                f['kind'] if f['kind'] != 'ok' else '')
-        row['summary'] = (f'summaries/{e["sha"]}.html' if summaries and f is not None
-                          and not summary_errors.get(e['sha']) else None)
-        if summary_errors.get(e.get('sha')):
-            row['message'] = (row['message'] + '; ' if row['message'] else '') + summary_errors[e['sha']]
+        row['verdict'], row['message'], row['checks'] = _verdict(f, err, result)
+        ins = found.get(e.get('sha')) if f else None
+        row['insights'] = darshan_insights.annotate(ins, result)
+        row['insight_counts'] = darshan_insights.counts(row['insights'], (ins or {}).get('error'))
         row['facts_key'] = e.get('key') if f else None
+        row['page'] = 'logs/{}-{}.html'.format((e.get('sha') or 'unreadable')[:16],
+                                               hashlib.sha256(row['rel'].encode()).hexdigest()[:8])
+        row['result'] = result
+        row['diff'] = row['diff_prev'] = row['summary'] = None
         rows.append(row)
     return rows
 
 
-def link_previous(rows, out_dir, facts_loader=None):
-    """Give each row a diff link to the previous run of the same check (same key, earlier date)."""
-    from postprocess.darshan import triage as darshan_triage
+def _good(row):
+    return row['verdict'] == 'pass' and row.get('reframe_result') != 'fail'
+
+
+def _groups(rows):
     groups = {}
     for row in rows:
         if row.get('facts_key') and row.get('params'):  # only runs whose identity is known
@@ -248,8 +194,19 @@ def link_previous(rows, out_dir, facts_loader=None):
             groups.setdefault(key, []).append(row)
     for group in groups.values():
         group.sort(key=lambda r: (r['date'], r['log']))
-        for prev, cur in zip(group, group[1:]):
-            if prev['sha'] == cur['sha']:
+    return groups
+
+
+def link_previous(rows, out_dir):
+    """Give each row a diff with the previous good run of the same check (same key, earlier date)."""
+    from postprocess.darshan import triage as darshan_triage
+    for group in _groups(rows).values():
+        last_good = None
+        for cur in group:
+            prev = last_good
+            if _good(cur):
+                last_good = cur
+            if prev is None or prev['sha'] == cur['sha']:
                 continue
             name = f'diffs/{prev["sha"][:16]}-{cur["sha"][:16]}.html'
             path = os.path.join(out_dir, name)
@@ -258,15 +215,70 @@ def link_previous(rows, out_dir, facts_loader=None):
                 fb = _load_json(os.path.join(out_dir, 'cache', cur['facts_key'] + '.json'))['facts']
                 changes = darshan_triage.diff_facts(fa, fb)
                 write_text(path, darshan_triage.render_html(changes, prev['rel'], cur['rel']))
-            cur['diff'] = name
+            cur['diff'] = cur['diff_prev'] = name
 
 
-def build_index(root, out_dir, jobs=None, summaries=True, progress=None):
-    """Write OUT_DIR/index.html (+ cache, summaries, diffs). Returns (rows, seconds)."""
+def summary_bands(rows, mode):
+    """The logs to summarise, most wanted first: [flagged and failed] (+ [newest of each check],
+    [the rest] with mode 'all'), each band a {sha: log} without logs already in an earlier band."""
+    if mode == 'none':
+        return []
+    readable = [r for r in rows if r.get('facts_key')]
+    flagged = [r for r in readable if r['verdict'] == 'fail' or r.get('reframe_result') == 'fail']
+    bands = [flagged]
+    if mode == 'all':
+        bands += [[g[-1] for g in _groups(rows).values()], readable]
+    out, seen = [], set()
+    for band in bands:
+        wanted = {}
+        for r in sorted(band, key=lambda r: r['date'], reverse=True):
+            if r['sha'] not in seen:
+                seen.add(r['sha'])
+                wanted[r['sha']] = r['log']
+        out.append(wanted)
+    return out
+
+
+def _attach_summaries(rows, out_dir, errors):
+    for row in rows:
+        sha = row.get('sha')
+        have = sha and os.path.exists(os.path.join(out_dir, 'summaries', sha + '.html'))
+        row['summary'] = f'summaries/{sha}.html' if have and row.get('facts_key') else None
+        if errors.get(sha) and errors[sha] not in row['message']:
+            row['message'] = (row['message'] + '; ' if row['message'] else '') + errors[sha]
+
+
+def write_site(rows, root, out_dir, mode):
+    """index.html, index.json and one page per log (unchanged pages are not rewritten)."""
     from postprocess.darshan import page as darshan_page
+    for row in rows:
+        write_if_changed(os.path.join(out_dir, row['page']), darshan_page.render_log(row, mode))
+    write_text(os.path.join(out_dir, 'index.json'), json.dumps(darshan_page.json_rows(rows), indent=1))
+    write_text(os.path.join(out_dir, 'index.html'), darshan_page.render_index(rows, root, mode))
+
+
+def build_index(root, out_dir, jobs=None, summaries='flagged', progress=None):
+    """Write OUT_DIR/index.html, index.json, logs/, diffs/, summaries/ (+ caches). Returns (rows, seconds).
+
+    ``summaries``: 'flagged' (default), 'all' or 'none' (True and False mean 'all' and 'none')."""
+    mode = {True: 'all', False: 'none'}.get(summaries, summaries)
+    if mode not in SUMMARY_MODES:
+        raise ValueError(f'summaries must be one of {", ".join(SUMMARY_MODES)}: {summaries!r}')
+    say = progress or (lambda msg: None)
     t0 = time.time()
     os.makedirs(out_dir, exist_ok=True)
-    rows = build_rows(root, out_dir, jobs, summaries, progress)
+    rows = build_rows(root, out_dir, jobs, progress)
     link_previous(rows, out_dir)
-    write_text(os.path.join(out_dir, 'index.html'), darshan_page.render(rows, root))
+    errors = {}
+    _attach_summaries(rows, out_dir, errors)
+    write_site(rows, root, out_dir, mode)
+    say(f'index of {len(rows)} logs written ({time.time() - t0:.1f} s)')
+    for n, band in enumerate(summary_bands(rows, mode)):
+        new = make_summaries(band, os.path.join(out_dir, 'summaries'), jobs or os.cpu_count() or 1)
+        if new:
+            errors.update(new)
+            _attach_summaries(rows, out_dir, errors)
+            write_site(rows, root, out_dir, mode)
+            say(f'{len(new)} summaries made ({["flagged and failed", "newest of each check", "the rest"][n]}, '
+                f'{time.time() - t0:.1f} s)')
     return rows, time.time() - t0

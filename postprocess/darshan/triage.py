@@ -10,8 +10,6 @@ Ranking: a relative change |b - a| / min(|a|, |b|) (floored at 1/1000 of the lar
 counter appearing from zero ranks on top), and any change of a text value (layout, version) counts
 as large.
 """
-import html
-
 BIG = 1000.0
 KIND_ORDER = ('collective vs independent', 'sync', 'Lustre layout', 'slowest-rank time', 'bandwidth',
               'bytes', 'bytes per rank', 'request size histogram', 'operations', 'time (sum over ranks)',
@@ -140,30 +138,15 @@ def render_text(changes, name_a, name_b, top=40):
 
 
 def render_html(changes, name_a, name_b):
-    e = html.escape
-    rows = []
-    for c in changes:
-        rows.append(f'<tr class="k-{e(c["kind"].split()[0])}"><td>{e(c["module"])}</td><td>{e(c["kind"])}</td>'
-                    f'<td>{e(c["counter"])}</td><td class="n">{e(_fmt(c["a"]))}</td>'
-                    f'<td class="n">{e(_fmt(c["b"]))}</td><td class="n">{e(_change(c))}</td></tr>')
+    """The diff as a page (templates/diff.html, autoescaped)."""
+    from postprocess.darshan import page as darshan_page
     by_kind = {}
     for c in changes:
         by_kind.setdefault(c['kind'], []).append(c)
-    kinds = ''.join(f'<li><b>{e(k)}</b>: {len(v)} changed, largest {e(v[0]["counter"])} '
-                    f'{e(_fmt(v[0]["a"]))} &rarr; {e(_fmt(v[0]["b"]))}</li>'
-                    for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1][0]['score']))
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Darshan diff</title>
-<style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 8px}}td.n{{text-align:right;font-family:monospace}}
-th{{background:#eee}}tr.k-collective td,tr.k-sync td,tr.k-Lustre td{{background:#fff4e0}}</style></head>
-<body><h1>Darshan counters that changed</h1>
-<p>A (before): <code>{e(name_a)}</code><br>B (after): <code>{e(name_b)}</code></p>
-<p>{len(changes)} values changed, biggest relative change first (counters on the data files only
-when iobench's result.json lay beside the log).</p><ul>{kinds or '<li>no counter changed</li>'}</ul>
-<table><thead><tr><th>module</th><th>kind</th><th>counter</th><th>A</th><th>B</th><th>change</th></tr></thead>
-<tbody>{''.join(rows)}</tbody></table></body></html>
-"""
+    kinds = [{'kind': k, 'n': len(v), 'counter': v[0]['counter'], 'a': _fmt(v[0]['a']), 'b': _fmt(v[0]['b'])}
+             for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1][0]['score'])]
+    shown = [dict(c, a=_fmt(c['a']), b=_fmt(c['b']), change=_change(c)) for c in changes]
+    return darshan_page.render('diff.html', changes=shown, kinds=kinds, name_a=name_a, name_b=name_b)
 
 
 def diff_logs(log_a, log_b):

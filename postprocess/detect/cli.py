@@ -1,38 +1,115 @@
-"""``detect``: each night's repetitions vs the recent history of the same key."""
+"""``detect``: the night judged as a whole (postprocess/detect/suite.py); ``verdict``: what that
+means for tonight's run, with the confirmation re-run (postprocess/detect/verdict.py)."""
 import json
+import os
 import sys
 
 from postprocess.common import atomic
+from postprocess.common.jsonfile import read_json
 from postprocess.history import inputs
-from postprocess.detect.series import DEFAULTS
+from postprocess.detect.suite import DEFAULTS
 
 
 def register(subparsers):
-    p = subparsers.add_parser('detect', help='flag regressions/improvements of each night against '
-                                             'the previous nights (robust statistics)')
+    p = subparsers.add_parser('detect', help='judge each night as a whole: common factor per '
+                                             'partition (scope system), series vs their history, '
+                                             'suite-wide error control, persistence')
     inputs.add_history_args(p)
-    p.add_argument('--window', type=int, default=DEFAULTS['window'], help='nights of history')
+    p.add_argument('--window', type=int, default=DEFAULTS['window'],
+                   help=f'nights of clean history (default {DEFAULTS["window"]})')
     p.add_argument('--value', choices=['bw_MiBps', 'efficiency'], default='bw_MiBps',
                    help='judge bandwidth, or bandwidth / same-night fio baseline')
     p.add_argument('--all-nights', action='store_true',
                    help='report every night, not only the latest of each key')
     p.add_argument('--json', metavar='FILE', help='also write the findings as JSON (atomically)')
     p.set_defaults(func=run)
+    v = subparsers.add_parser('verdict', help="tonight's verdict for ci/nightly.sh from detect's "
+                                              'JSON, and the confirmation re-run')
+    v.add_argument('--detect', required=True, metavar='FILE', help="detect's --json output")
+    v.add_argument('--report', required=True, metavar='FILE', help="tonight's ReFrame report.json")
+    v.add_argument('--json', required=True, metavar='FILE', help='verdict document (atomically)')
+    v.add_argument('--rerun-list', metavar='FILE',
+                   help='write the ReFrame -n selectors (/hash) of the checks to re-run')
+    v.add_argument('--confirm-perflogs', metavar='DIR',
+                   help="the re-run's perflog directory: judge flags against the same history "
+                        '(needs --perflogs and --system)')
+    inputs.add_history_args(v)
+    v.set_defaults(func=run_verdict)
+
+
+def run_verdict(args):
+    from postprocess.common.errors import UsageError
+    from postprocess.detect import verdict
+    from postprocess.history.perflog import read_perflogs
+    findings = read_json(args.detect, 'detect JSON')
+    report = read_json(args.report, 'ReFrame report')
+    if not isinstance(findings, list) or not isinstance(report, dict):
+        raise UsageError(f"unexpected content in '{args.detect}' or '{args.report}'")
+    tonight = verdict.scope_tonight(findings, report)
+    stage = 'none'
+    if args.confirm_perflogs:
+        if not args.perflogs or not args.system:
+            raise UsageError('--confirm-perflogs needs --perflogs DIR and --system NAME')
+        if not os.path.isdir(args.confirm_perflogs):
+            raise UsageError(f"no such directory: --confirm-perflogs '{args.confirm_perflogs}'")
+        history_runs = inputs.load_runs(args)
+        confirm_runs, diag = read_perflogs(args.confirm_perflogs)
+        confirm_runs = [r for r in confirm_runs if r['system'] == args.system]
+        for message in diag:
+            print(f'warning: {message}', file=sys.stderr)
+        tonight = verdict.confirm(history_runs, confirm_runs, tonight)
+        stage = 'done'
+    elif any(f['status'] in verdict.FLAGS for f in tonight):
+        stage = 'pending' if args.rerun_list else 'none'
+    if args.rerun_list:
+        targets = verdict.rerun_targets(tonight, report) if stage == 'pending' else []
+        atomic.write_text(args.rerun_list, ''.join(t + '\n' for t in targets))
+    doc = verdict.summary(tonight, stage)
+    atomic.write_text(args.json, json.dumps(doc, indent=1, default=str) + '\n')
+    for f in doc['findings']:
+        note = f' [{f["confirmation"]}]' if f.get('confirmation') else ''
+        print(f'nightly verdict: {format_finding(f)}{note}')
+    print(f'nightly verdict: {doc["status"]} ({doc["regressions"]} regression(s), '
+          f'{doc["unconfirmed"]} unconfirmed, {doc["judged"]} series judged; confirmation '
+          f'{stage})')
+    return doc['exit']
+
+
+def _pct(x):
+    return 'n/a' if x is None else f'{x:+.1%}'
 
 
 def format_finding(f):
-    if f['history_median'] is None:
+    since = f' since {f["since"]}' if f.get('since') else ''
+    if f.get('scope') == 'system':
+        fio = f'; fio {_pct(f["fio_change"])}' if f.get('fio_change') is not None else ''
+        z = '' if f['z'] is None else f', z {f["z"]:+.1f}'
+        what = (f'all checks {_pct(f["change"])} vs history{since} ({f["n"]} series, '
+                f'{f["history_nights"]} nights{z}){fio}')
+        return (f'{f["status"].upper():22s} {f["night"]} {f["system"]}:{f["partition"]} '
+                f'{f["phase"]}: {what}')
+    if f['history_median'] is None or f['change'] is None:
         versus = f'(n={f["n"]}; {f["history_nights"]} earlier nights)'
     else:
-        versus = (f'vs {f["history_median"]:.4g} ({f["change"]:+.1%}, z {f["z"]:+.1f}, '
-                  f'n={f["n"]}, {f["history_nights"]} nights)')
+        versus = (f'vs expected {f["expected_median"]:.4g} ({_pct(f["change"])}{since}, '
+                  f'z {f["z"]:+.1f}, n={f["n"]}; history median {f["history_median"]:.4g} over '
+                  f'{f["history_nights"]} nights)')
     outl = f' outliers={f["outliers"]}' if f['outliers'] else ''
     return (f'{f["status"].upper():22s} {f["night"]} {f["system"]}:{f["partition"]}+{f["environ"]} '
             f'{f["check"]} [{f["params"]}] {f["phase"]}: median {f["median"]:.4g} {versus}{outl}')
 
 
+def latest_per_series(findings):
+    latest = {}
+    for f in findings:
+        latest[(f['system'], f['partition'], f['environ'], f['check'], f['params'],
+                f['phase'])] = f
+    return sorted(latest.values(), key=lambda f: (f['scope'] != 'system', f['check'],
+                                                  f['params'], f['phase']))
+
+
 def run(args):
-    from postprocess.detect.series import detect
+    from postprocess.detect.suite import detect
     if args.window < 1:
         from postprocess.common.errors import UsageError
         raise UsageError(f"--window must be >= 1, got '{args.window}'")
@@ -42,13 +119,7 @@ def run(args):
     if args.value == 'efficiency' and not findings:
         print('warning: no efficiency values: no fio baseline runs (backend=fio) in these '
               'sessions', file=sys.stderr)
-    shown = findings
-    if not args.all_nights:
-        latest = {}
-        for f in findings:
-            latest[(f['system'], f['partition'], f['environ'], f['check'], f['params'],
-                    f['phase'])] = f
-        shown = sorted(latest.values(), key=lambda f: (f['check'], f['params'], f['phase']))
+    shown = findings if args.all_nights else latest_per_series(findings)
     for f in shown:
         print(format_finding(f))
     if args.json:

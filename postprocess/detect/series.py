@@ -1,4 +1,7 @@
-"""Regression detection: each night's repetitions against the recent history of the same key.
+"""One series, one night: its repetitions against the recent history of the same key.
+
+The nightly verdict judges the night as a whole (postprocess/detect/suite.py); this module keeps the
+per-series comparison (``compare``) and the outlier rule both use.
 
 A nightly point is a sample of repetitions. For every (key, phase) and night we compare that night's
 repetitions with the pooled repetitions of the previous ``window`` nights that had data:
@@ -14,15 +17,15 @@ repetitions with the pooled repetitions of the previous ``window`` nights that h
 * outliers beyond Q3 + k*IQR (and below Q1 - k*IQR), k = 12 for writes and 20 for reads (seed 000),
   are listed, never dropped.
 
-The defaults were tuned with bench/detection.py (simulated lognormal CV 15 %, 10 repetitions a night,
-7 nights of history): see that file for the measured detection and false-alarm rates.
+``compare`` judges one series alone, at its own significance level: for a suite, use
+``postprocess.detect.suite.detect`` (common factor, suite-wide error control, persistence).
 """
 import math
 
 import numpy as np
+from scipy import stats
 
 from postprocess.common.stats import median_log_var  # noqa: F401  (re-exported)
-from postprocess.history.perflog import PHASES
 
 BETWEEN_F = 2.0
 OUTLIER_K = {'write': 12.0, 'read': 20.0}
@@ -45,40 +48,22 @@ def outlier_indices(values, k):
     return [int(i) for i in np.flatnonzero((values > q3 + k * iqr) | (values < q1 - k * iqr))]
 
 
-def rankdata(values):
-    """Average ranks (1-based) with ties sharing the mean rank, like scipy.stats.rankdata."""
-    values = np.asarray(values)
-    order = np.argsort(values, kind='mergesort')
-    ranks = np.empty(values.size, dtype=float)
-    sorted_vals = values[order]
-    boundaries = np.flatnonzero(np.diff(sorted_vals)) + 1
-    starts = np.concatenate(([0], boundaries))
-    ends = np.concatenate((boundaries, [values.size]))
-    for s, e in zip(starts, ends):
-        ranks[order[s:e]] = 0.5 * (s + e - 1) + 1.0
-    return ranks, ends - starts
-
-
 def mann_whitney(x, y):
     """Two-sided Mann-Whitney U test of samples x and y: (U of x, z, p).
 
-    Normal approximation with tie correction and continuity correction; adequate for the sample
-    sizes here (a night has >= 5 repetitions, history >= 15).
+    scipy.stats.mannwhitneyu, normal approximation with tie and continuity corrections (the
+    sample sizes here: a night has >= 3 repetitions, the history >= 9); z is its signed statistic.
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    n1, n2 = x.size, y.size
-    if n1 == 0 or n2 == 0:
+    if x.size == 0 or y.size == 0:
         return float('nan'), float('nan'), 1.0
-    ranks, tie_sizes = rankdata(np.concatenate((x, y)))
-    u = ranks[:n1].sum() - n1 * (n1 + 1) / 2.0
-    mean = n1 * n2 / 2.0
-    n = n1 + n2
-    tie_term = float(np.sum(tie_sizes ** 3 - tie_sizes))
-    var = n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1))) if n > 1 else 0.0
-    if var <= 0:
-        return float(u), 0.0, 1.0
-    z = (u - mean - math.copysign(0.5, u - mean)) / math.sqrt(var) if u != mean else 0.0
-    return float(u), float(z), float(math.erfc(abs(z) / math.sqrt(2.0)))
+    if np.ptp(np.concatenate((x, y))) == 0:
+        return float(x.size * y.size / 2.0), 0.0, 1.0       # all ties: no evidence
+    res = stats.mannwhitneyu(x, y, alternative='two-sided', method='asymptotic',
+                             use_continuity=True)
+    u = float(res.statistic)
+    z = math.copysign(float(stats.norm.isf(res.pvalue / 2.0)), u - x.size * y.size / 2.0)
+    return u, z, float(res.pvalue)
 
 
 def shift_test(night, recent, night_var=0.0, history_var=0.0):
@@ -152,41 +137,6 @@ def compare(night, history_nights, phase='write', night_var=0.0, history_var=0.0
         elif z >= opt['z_improvement']:
             result['status'] = 'improvement'
     return result
-
-
-def detect(history, value='bw_MiBps', latest_only=False, series=None, last_nights=None,
-           **options):
-    """Findings for every (key, phase, night) of a History: a list of dicts, oldest first.
-
-    ``value='efficiency'`` judges bandwidth / that night's fio baseline median; the baseline
-    median's own noise is passed on to the test so it is not mistaken for a change.
-    ``latest_only``: only each series' latest night; ``series``: only these (key_id, phase_id);
-    ``last_nights``: only each series' last N nights (earlier ones still serve as history).
-    """
-    findings = []
-    window = options.get('window') or DEFAULTS['window']
-    for (kid, phase_id), nights in history.groups(value).items():
-        if series is not None and (kid, phase_id) not in series:
-            continue
-        phase = PHASES[phase_id]
-        for i, (sid, vals) in enumerate(nights):
-            if latest_only and i != len(nights) - 1:
-                continue
-            if last_nights is not None and i < len(nights) - last_nights:
-                continue
-            extra = {}
-            if value == 'efficiency':
-                hist_ids = [h for h, _ in nights[:i]][-window:]
-                extra['night_var'] = history.baseline_var(sid, phase_id)
-                extra['history_var'] = (float(np.mean([history.baseline_var(h, phase_id)
-                                                       for h in hist_ids])) if hist_ids else 0.0)
-            res = compare(vals, [v for _, v in nights[:i]], phase=phase, **extra, **options)
-            res.update(history.key_dict(kid))
-            res.update(phase=phase, value=value, session=history.sessions[sid]['id'],
-                       night=history.sessions[sid]['night'])
-            findings.append(res)
-    findings.sort(key=lambda f: (f['night'], f['check'], f['params'], f['phase']))
-    return findings
 
 
 def fixed_threshold(night, previous_night, drop=0.20):

@@ -8,12 +8,16 @@ in the header as ``<var>_var=<var>_value|<var>_unit|<var>_ref|<var>_lower_thres|
 and in data lines as ``<var>=<value>|<unit>|<ref>|<lower>|<upper>``.
 
 A line that cannot be read is reported as ``file:line: reason`` and skipped; never fatal.
+Files are read as bytes so every record knows the offset of its line (incremental cache, and the
+byte ranges of nightly runs that did not complete).
 """
 import datetime
 import json
 import math
 import os
 import re
+
+from postprocess.history.nightly_runs import excluded_ranges, is_excluded
 
 # Field names ReFrame writes in the header for the contract format (configs/settings.py); used when
 # a file's lines come before any header (e.g. a header lost by hand editing).
@@ -108,7 +112,7 @@ def _number(text):
     return value if math.isfinite(value) else None
 
 
-def parse_line(fields, layout, where, diag):
+def parse_line(fields, layout, where, diag, provenance=True):
     """One data line -> run record dict, or None (reported) if it cannot be used."""
     fixed, perfvars = layout
     expected = len(fixed) + len(perfvars) * (1 + len(PERF_SUFFIXES))
@@ -128,12 +132,12 @@ def parse_line(fields, layout, where, diag):
     except ValueError as err:
         diag.add(where, f'{err} (skipped)')
         return None
-    provenance = row.get('iob_provenance', '')
+    text = row.get('iob_provenance', '') if provenance else ''
     try:
-        provenance = json.loads(provenance) if provenance else {}
+        provenance = json.loads(text) if text else {}
     except ValueError:
         diag.add(where, 'iob_provenance is not JSON (kept as text)')
-        provenance = {'raw': provenance}
+        provenance = {'raw': text}
     perf, pos = {}, len(fixed)
     for var in perfvars:
         name_value = fields[pos]
@@ -156,40 +160,73 @@ def parse_line(fields, layout, where, diag):
     }
 
 
-def read_perflog(path, diag):
-    """All usable run records of one perflog file (rotated ``.h<N>`` files included by callers)."""
-    runs, layout = [], None
-    default_layout = (CONTRACT_FIELDS, None)
+def read_perflog(path, diag, start=0, lineno=0, layout=None, keep=None, provenance=True):
+    """All usable run records of one perflog file (rotated ``.h<N>`` files included by callers).
+
+    Each record carries ``offset``, the byte offset of its line. ``start``/``lineno``/``layout``
+    resume an earlier read (history/cache.py); ``keep(offset)`` False skips a line unparsed (lines
+    of nightly runs that did not complete, history/nightly_runs.py). ``provenance`` False leaves
+    the provenance JSON unparsed (the columnar cache does not keep it)."""
+    return scan_perflog(path, diag, start, lineno, layout, keep, provenance)[0]
+
+
+def scan_perflog(path, diag, start=0, lineno=0, layout=None, keep=None, provenance=True,
+                 sink=None, batch=20000):
+    """(records, state) where state = (offset after the last complete line, its line number,
+    the layout in force there): enough to resume when more lines are appended. With ``sink``,
+    records are handed to ``sink(list)`` every ``batch`` records instead (bounded memory)."""
+    runs = []
     try:
-        fp = open(path, encoding='utf-8', errors='replace')
+        fp = open(path, 'rb')
     except OSError as err:
         diag.add(path, f'cannot read: {err.strerror}')
-        return runs
+        return runs, (start, lineno, layout)
+    offset = start
+    state = (start, lineno, layout)
     with fp:
-        for lineno, line in enumerate(fp, 1):
-            line = line.rstrip('\r\n')
-            if not line.strip():
-                continue
-            where = f'{path}:{lineno}'
-            fields = line.rstrip('|').split('|')
-            new_layout = parse_layout(fields)
-            if new_layout is not None:
-                layout = new_layout
-                continue
-            current = layout
-            if current is None:
-                # No header yet: assume the contract layout with as many perf groups as fit.
-                extra = len(fields) - len(CONTRACT_FIELDS)
-                if extra < 0 or extra % (1 + len(PERF_SUFFIXES)):
-                    diag.add(where, 'line before any header and not in the contract layout '
-                                    '(skipped)')
-                    continue
-                nperf = extra // (1 + len(PERF_SUFFIXES))
-                current = (default_layout[0], [f'perf{i}' for i in range(nperf)])
-            run = parse_line(fields, current, where, diag)
-            if run is not None:
-                runs.append(run)
-    return runs
+        if start:
+            fp.seek(start)
+        for raw in fp:
+            lineno += 1
+            line_offset, offset = offset, offset + len(raw)
+            complete = raw.endswith(b'\n')
+            line = raw.decode('utf-8', errors='replace').rstrip('\r\n')
+            if line.strip():
+                layout = _use_line(line, layout, f'{path}:{lineno}', line_offset, runs, diag, keep,
+                                   provenance)
+            if complete:
+                state = (offset, lineno, layout)
+            if sink is not None and len(runs) >= batch:
+                sink(runs)
+                runs = []
+    if sink is not None:
+        sink(runs)
+        runs = []
+    return runs, state
+
+
+def _use_line(line, layout, where, offset, runs, diag, keep, provenance):
+    """Parse one line into ``runs``; returns the layout in force after it."""
+    fields = line.rstrip('|').split('|')
+    new_layout = parse_layout(fields)
+    if new_layout is not None:
+        return new_layout
+    if keep is not None and not keep(offset):
+        return layout
+    current = layout
+    if current is None:
+        # No header yet: assume the contract layout with as many perf groups as fit.
+        extra = len(fields) - len(CONTRACT_FIELDS)
+        if extra < 0 or extra % (1 + len(PERF_SUFFIXES)):
+            diag.add(where, 'line before any header and not in the contract layout (skipped)')
+            return layout
+        nperf = extra // (1 + len(PERF_SUFFIXES))
+        current = (CONTRACT_FIELDS, [f'perf{i}' for i in range(nperf)])
+    run = parse_line(fields, current, where, diag, provenance)
+    if run is not None:
+        run['offset'] = offset
+        runs.append(run)
+    return layout
 
 
 def find_perflogs(root):
@@ -204,17 +241,47 @@ def find_perflogs(root):
     return found
 
 
-def read_perflogs(roots, diag=None):
-    """Run records from every perflog under ``roots`` (files or directories), oldest first."""
+def read_perflogs(roots, diag=None, this_run=None, skipped=None):
+    """Run records from every perflog under ``roots`` (files or directories), oldest first.
+
+    Lines written by nightly runs that did not complete are skipped (history/nightly_runs.py;
+    ``this_run`` is the asking nightly's own run directory); ``skipped`` (a list) gets their count."""
     diag = Diagnostics() if diag is None else diag
+    runs = []
+    for path, ranges in walk_perflogs(roots, diag, this_run):
+        runs += read_perflog(path, diag, keep=line_filter(path, ranges, skipped))
+    runs.sort(key=lambda r: r['time'])
+    return runs, diag
+
+
+def walk_perflogs(roots, diag, this_run=None):
+    """(path, excluded byte ranges of its root) for every perflog under ``roots`` (a path or a
+    list); a root that does not exist is a diagnostic."""
     if isinstance(roots, (str, os.PathLike)):
         roots = [roots]
-    runs = []
     for root in roots:
         if not os.path.exists(root):
             diag.add(os.fspath(root), 'no such file or directory')
             continue
+        ranges = excluded_ranges(root, this_run)
         for path in find_perflogs(root):
-            runs += read_perflog(path, diag)
-    runs.sort(key=lambda r: r['time'])
-    return runs, diag
+            yield path, ranges
+
+
+def line_filter(path, ranges, skipped=None):
+    """``keep(offset)`` for a file given the excluded byte ranges (None: keep every line)."""
+    if not ranges:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    ident = (st.st_dev, st.st_ino)
+
+    def keep(offset):
+        if is_excluded(ranges, ident, offset):
+            if skipped is not None:
+                skipped.append(offset)
+            return False
+        return True
+    return keep

@@ -39,10 +39,10 @@ def assign_sessions(runs):
         if run['session']:
             continue
         where = (run['system'], run['partition'])
-        prev = last.get(where)
-        if prev is None or run['time'] - prev[1] > SESSION_GAP:
-            prev = (f'{where[0]}:{where[1]}@{run["time"].isoformat()}', run['time'])
-        last[where] = (prev[0], run['time'])
+        prev = last.get(where)          # (session id, its start, the previous run's time)
+        if prev is None or run['time'] - prev[2] > SESSION_GAP:
+            prev = (f'{where[0]}:{where[1]}@{run["time"].isoformat()}', run['time'], None)
+        last[where] = (prev[0], prev[1], run['time'])
         run['session'] = prev[0]
         run['session_start'] = prev[1]
 
@@ -150,12 +150,84 @@ class History:
                 cols['bytes'] += [b for b, _ in reps]
                 cols['seconds'] += [t for _, t in reps]
                 cols['session'] += [sid] * n
+        run_times = np.array([r['time'].timestamp() for r in runs], dtype=np.float64)
+        self._finish(cols, run_times)
+
+    @classmethod
+    def from_table(cls, table):
+        """The same table built from a columnar ``cache.RunTable`` (time-sorted, perflog runs):
+        10^6 runs without 10^6 dicts; ``runs`` is then a ``cache.RunView``."""
+        from postprocess.history.cache import RunView
+        self = cls.__new__(cls)
+        self._groups = {}
+        c, strings = table.cols, table.strings
+        n = len(table)
+        times = c['time']
+        # sessions: runs of one system:partition less than SESSION_GAP apart (assign_sessions)
+        where = c['system'] * (len(strings) + 1) + c['partition']
+        order = np.lexsort((times, where))
+        new = np.ones(n, dtype=bool)
+        if n > 1:
+            new[1:] = (np.diff(where[order]) != 0) | \
+                      (np.diff(times[order]) > SESSION_GAP.total_seconds())
+        sess_sorted = np.cumsum(new) - 1
+        first_run = order[new]                      # first run (table row) of each session
+        rank = np.empty(first_run.size, dtype=np.int64)
+        rank[np.argsort(first_run, kind='stable')] = np.arange(first_run.size)
+        session_of_run = np.empty(n, dtype=np.int64)
+        session_of_run[order] = rank[sess_sorted]
+        self.sessions = [None] * first_run.size
+        for sid_sorted, row in enumerate(first_run):
+            row = int(row)
+            zone = datetime.timezone(datetime.timedelta(seconds=int(c['tzoff'][row])))
+            start = datetime.datetime.fromtimestamp(float(times[row]), zone)
+            ident = f'{strings[c["system"][row]]}:{strings[c["partition"][row]]}@{start.isoformat()}'
+            self.sessions[rank[sid_sorted]] = {'id': ident, 'start': start,
+                                               'night': start.date().isoformat()}
+        # keys in order of first appearance
+        key_codes = np.stack([c[f] for f in KEY_FIELDS], axis=1) if n else np.zeros((0, 5), int)
+        uniq, first, key_of_run = np.unique(key_codes, axis=0, return_index=True,
+                                            return_inverse=True)
+        key_of_run = key_of_run.reshape(-1)
+        rank = np.empty(first.size, dtype=np.int64)
+        rank[np.argsort(first, kind='stable')] = np.arange(first.size)
+        self.keys = [None] * first.size
+        for u, codes in enumerate(uniq):
+            self.keys[rank[u]] = tuple(strings[int(x)] for x in codes)
+        key_of_run = rank[key_of_run] if n else key_of_run
+        # repetition rows of the known phases, ordered by run, phase, repetition
+        phase_code = {strings.index(p) if p in strings else -1: i for i, p in enumerate(PHASES)}
+        phase_map = np.full(len(strings) + 1, -1, dtype=np.int64)
+        for code, i in phase_code.items():
+            if code >= 0:
+                phase_map[code] = i
+        counts = np.diff(c['rep_ptr'])
+        rep_run = np.repeat(np.arange(n), counts)
+        rep_phase = phase_map[c['rep_phase']] if c['rep_phase'].size else c['rep_phase']
+        known = rep_phase >= 0
+        rep_run, rep_phase = rep_run[known], rep_phase[known]
+        rep_bytes, rep_secs = c['rep_bytes'][known], c['rep_secs'][known]
+        slot = rep_run * len(PHASES) + rep_phase
+        if slot.size and np.any(slot[1:] < slot[:-1]):     # iob_reps lists read before write
+            order = np.argsort(slot, kind='stable')        # stable: repetitions keep their order
+            rep_run, rep_phase, slot = rep_run[order], rep_phase[order], slot[order]
+        else:
+            order = slice(None)
+        starts = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1]]) if slot.size else slot
+        rep_index = np.arange(slot.size) - np.repeat(starts, np.diff(np.r_[starts, slot.size]))
+        cols = {'key': key_of_run[rep_run], 'run': rep_run, 'phase': rep_phase, 'rep': rep_index,
+                'bytes': rep_bytes[order], 'seconds': rep_secs[order],
+                'session': session_of_run[rep_run]}
+        self.runs = RunView(table, self.sessions, session_of_run)
+        self._finish(cols, times)
+        return self
+
+    def _finish(self, cols, run_times):
         ints = ('key', 'run', 'phase', 'rep', 'session')
         self.col = {n: np.asarray(v, dtype=np.int64 if n in ints else np.float64)
                     for n, v in cols.items()}
         self.col['bw_MiBps'] = self.col['bytes'] / self.col['seconds'] / MiB
-        run_times = np.array([r['time'].timestamp() for r in runs], dtype=np.float64)
-        self.col['time'] = run_times[self.col['run']] if runs else np.zeros(0)
+        self.col['time'] = run_times[self.col['run']] if len(run_times) else np.zeros(0)
         self.col['efficiency'] = self._efficiency()
 
     def __len__(self):
@@ -180,14 +252,18 @@ class History:
         uniq, starts = np.unique(base_slots, return_index=True)
         for s, chunk in zip(uniq, np.split(base_bw, starts[1:])):
             ref[s] = np.median(chunk)
-            self._baseline_var[s] = median_log_var(chunk)
+            self._baseline_var[s] = chunk           # its variance when asked (baseline_var)
         eff = self.col['bw_MiBps'] / ref[slot]
         eff[is_base] = np.nan
         return eff
 
     def baseline_var(self, session_id, phase_id):
         """Variance of log(baseline median) of a session and phase (0 when unknown)."""
-        return self._baseline_var.get(session_id * len(PHASES) + phase_id, 0.0)
+        slot = session_id * len(PHASES) + phase_id
+        value = self._baseline_var.get(slot, 0.0)
+        if not isinstance(value, float):            # computed once, on demand: most sessions of
+            value = self._baseline_var[slot] = median_log_var(value)   # years are never asked
+        return value
 
     def key_dict(self, kid):
         return dict(zip(KEY_FIELDS, self.keys[kid]))

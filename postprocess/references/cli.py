@@ -1,10 +1,14 @@
 """``calibrate``: write configs/references/<system>.yaml from history."""
+import importlib.util
 import os
 import sys
 
+from postprocess.common.errors import UsageError
+from postprocess.common.names import check_name
 from postprocess.history import inputs
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REFERENCES_LIB = os.path.join(REPO, 'reframe_checks', 'iobench_lib', 'references.py')
 
 
 def register(subparsers):
@@ -18,19 +22,39 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
+def check_existing(path):
+    """A reference file about to be merged into must be one the checks accept: the same validator
+    as the checks (reframe_checks/iobench_lib/references.py, pure Python), one line naming the
+    file and the key, nothing written."""
+    if not os.path.exists(path):
+        return
+    if not os.path.isfile(path):
+        raise UsageError(f"reference file is not a regular file: '{path}'")
+    spec = importlib.util.spec_from_file_location('ioregress_references', REFERENCES_LIB)
+    lib = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lib)
+    try:
+        lib.load(path)
+    except lib.ReferenceFileError as err:
+        raise UsageError(f'malformed reference file {err}; not changed') from None
+
+
 def run(args):
     from postprocess.references.calibrate import calibrate
-    from postprocess.common.errors import UsageError
+    check_name('system', args.system)
     if not args.perflogs and not args.db:
         raise UsageError('give --perflogs DIR and/or --db FILE')
     path = args.output or os.path.join(REPO, 'configs', 'references', f'{args.system}.yaml')
+    variables = None if args.vars == 'all' else tuple(v for v in args.vars.split(',') if v)
+    if variables is not None and not variables:
+        raise UsageError(f"--vars names no variable: '{args.vars}'")
+    check_existing(path)
     runs = inputs.load_runs(args)
     try:
         written, kept = calibrate(runs, path, args.system, overwrite=args.overwrite,
                                   warn=lambda m: print(f'warning: {m}', file=sys.stderr),
                                   date_from=args.date_from, date_to=args.date_to,
-                                  variables=None if args.vars == 'all' else
-                                  tuple(v for v in args.vars.split(',') if v))
+                                  variables=variables)
     except ValueError as err:
         print(f'calibrate: {err}; {path} not changed', file=sys.stderr)
         return 1

@@ -1,71 +1,150 @@
-"""One static HTML page collecting the figures and the latest findings (no server, no JS)."""
+"""The report page: verdict first, then every series grouped by check, then the figures.
+
+Rendered from Jinja2 templates (templates/, autoescaped) into one self-contained file: CSS, the
+filter script and Bokeh's library are inline, so it opens from file:// with no server or network.
+"""
 import datetime
-import html
 import os
 
-from postprocess.common import atomic
+import jinja2
+from markupsafe import Markup
 
-STATUS_COLOR = {'regression': '#f8d0d0', 'improvement': '#d5f0d5', 'insufficient history': '#eee'}
+from postprocess.common import atomic
+from postprocess.report import verdict as vd
+from postprocess.report.interactive import sparkline
+
+TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'templates')
+LABEL = {'regression': 'regression', 'system': 'system-wide', 'failed': 'failed',
+         'unconfirmed': 'unconfirmed'}
+SPARK_NIGHTS = 30
+
+
+def _env():
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                             autoescape=jinja2.select_autoescape(['html']),
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters['fmt'] = lambda v, spec: '' if v is None else format(v, spec)
+    return env
 
 
 def _rel(path, outdir):
-    return html.escape(os.path.relpath(path, outdir).replace(os.sep, '/'), quote=True)
+    return os.path.relpath(path, outdir).replace(os.sep, '/')
 
 
-def _fmt(value, spec):
-    return '' if value is None else format(value, spec)
+class SeriesInfo:
+    """Per (key..., phase): night medians for the sparkline and where its history plot is."""
+
+    def __init__(self, medians=None, anchors=None, pngs=None):
+        self.medians = medians or {}     # (key..., phase) -> [night median, ...] oldest first
+        self.anchors = anchors or {}     # (key..., phase) -> '#h-...' (interactive figure)
+        self.pngs = pngs or {}           # (key..., phase) -> href of the PNG
+
+    def spark(self, sk, flagged):
+        return Markup(sparkline(self.medians.get(sk, [])[-SPARK_NIGHTS:], flagged))
+
+    def history_href(self, sk):
+        return ('#' + self.anchors[sk]) if sk in self.anchors else self.pngs.get(sk)
 
 
-def findings_table(findings, efficiency=None):
-    latest = {}
-    for f in findings:
-        latest[(f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase'])] = f
-    rows = sorted(latest.values(), key=lambda f: (f['status'] != 'regression', f['check'],
-                                                  f['params'], f['phase']))
-    out = ['<table><tr><th>status</th><th>night</th><th>system:partition+environ</th>'
-           '<th>check</th><th>parameters</th><th>phase</th><th>median MiB/s</th>'
-           '<th>history median</th><th>change</th><th>z</th><th>reps</th><th>outliers</th>'
-           '<th>efficiency vs fio</th></tr>']
-    efficiency = efficiency or {}
-    for f in rows:
-        color = STATUS_COLOR.get(f['status'], '#fff')
-        cells = [f['status'], f['night'], f'{f["system"]}:{f["partition"]}+{f["environ"]}',
-                 f['check'], f['params'], f['phase'], _fmt(f['median'], '.4g'),
-                 _fmt(f['history_median'], '.4g'), _fmt(f['change'], '+.1%'), _fmt(f['z'], '+.1f'),
-                 str(f['n']), ', '.join(map(str, f['outliers'])),
-                 _fmt(efficiency.get((f['system'], f['partition'], f['environ'], f['check'],
-                                      f['params'], f['phase'])), '.3f')]
-        out.append(f'<tr style="background:{color}">' +
-                   ''.join(f'<td>{html.escape(str(c))}</td>' for c in cells) + '</tr>')
-    out.append('</table>')
-    return '\n'.join(out)
+LINKS = {  # (long label, short label for table rows, tooltip)
+    'history': ('history', 'history', 'night-by-night history of this series'),
+    'page': ('Darshan log', 'Darshan', 'Darshan page of the newest log of this check'),
+    'diff_prev': ('diff vs last good', 'diff', 'Darshan diff against the last good run'),
+}
+
+
+def _links(sk, info, darshan, short=False):
+    """[(label, href, tooltip)]: history plot, Darshan log page, Darshan diff (when known)."""
+    hrefs = {'history': info.history_href(sk)}
+    hrefs.update(darshan.get(sk[:5]) if darshan else {})
+    links = [[LINKS[k][1 if short else 0], hrefs[k], LINKS[k][2]] for k in LINKS if hrefs.get(k)]
+    critical = hrefs.get('critical')
+    for link in links:
+        if link[1] == hrefs.get('page') and critical:
+            link[0] += f' ({critical} critical)'
+            link[2] += f': Drishti reports {critical} critical issue(s)'
+    return [tuple(link) for link in links]
+
+
+def attention_lines(attention, info, darshan):
+    lines = []
+    for a in attention:
+        sk = vd.finding_key(a) + (a.get('phase', ''),)
+        flagged = a['kind'] != 'failed'
+        if not flagged:   # a failure's phase is ReFrame's (sanity...): show the write history
+            sk = sk[:5] + ('write',)
+        what = vd.short_params(a.get('params', ''), a['check']) if a.get('params') else a['check']
+        # the change is against the expected level when the detector gives one (issue 11)
+        check, median, history_median = vd.check_class(a['check']), a.get('median'), \
+            a.get('expected_median', a.get('history_median'))
+        if a['kind'] == 'system':       # medians of a system-wide change are ratios, not MiB/s
+            check = f'{a["system"]}:{a["partition"]}'
+            what = a['check'] if a.get('check') not in (None, '', '*') else 'all checks'
+            median = history_median = None
+        lines.append({
+            'kind': a['kind'], 'label': LABEL[a['kind']], 'check': check,
+            'what': what, 'phase': a.get('phase', ''), 'change': a.get('change'),
+            'median': median, 'history_median': history_median,
+            'since': a.get('since'), 'reason': a.get('reason'),
+            'where': f'{a["system"]}:{a["partition"]}+{a["environ"]}',
+            'spark': info.spark(sk, flagged), 'links': _links(sk, info, darshan)})
+    return lines
+
+
+def groups(rest, info, darshan, efficiency):
+    """Everything not in the attention list, grouped by check class, flagged rows first."""
+    out = {}
+    for f in rest:
+        sk = vd.finding_key(f) + (f['phase'],)
+        cls = vd.check_class(f['check'])
+        row = {'status': f['status'], 'params': vd.short_params(f['params'], f['check']),
+               'full': f'{f["check"]} [{f["params"]}]', 'phase': f['phase'], 'night': f['night'],
+               'where': f'{f["system"]}:{f["partition"]}+{f["environ"]}',
+               'median': f.get('median'),
+               'history_median': f.get('expected_median', f.get('history_median')),
+               'change': f.get('change'), 'z': f.get('z'), 'n': f.get('n'),
+               'outliers': ', '.join(map(str, f.get('outliers') or [])),
+               'efficiency': (efficiency or {}).get(sk),
+               'spark': info.spark(sk, f['status'] in vd.FLAGGED),
+               'links': _links(sk, info, darshan, short=True)}
+        out.setdefault(cls, []).append(row)
+    result = []
+    for cls in sorted(out):
+        rows = sorted(out[cls], key=lambda r: (r['status'] not in vd.FLAGGED, r['params'],
+                                               r['phase']))
+        result.append({'name': cls, 'rows': rows,
+                       'flagged': sum(r['status'] in vd.FLAGGED for r in rows)})
+    return result
 
 
 def write_report(path, sections, findings, notes, darshan_index=None, title='ioregress report',
-                 efficiency=None):
-    """``sections``: [(heading, [png paths])]; ``efficiency``: {(key..., phase): latest median
-    bandwidth / same-session fio baseline median}. Written atomically to ``path``."""
+                 efficiency=None, verdict=None, info=None, darshan_links=None, interactive=None,
+                 extra_sections=None):
+    """``sections``: [(heading, [png paths])]; ``findings``: detect findings (latest per series);
+    ``verdict``: verdict.build(...) (default: built from ``findings`` alone); ``interactive``:
+    (bokeh js, script, [(anchor, title, div)]). Written atomically to ``path``."""
     outdir = os.path.dirname(os.path.abspath(path))
-    parts = [f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>',
-             '<style>body{font-family:sans-serif;margin:1.5em} table{border-collapse:collapse;'
-             'font-size:12px} td,th{border:1px solid #bbb;padding:2px 6px} img{max-width:48%;'
-             'margin:4px;border:1px solid #ddd} .note{color:#a60}</style></head><body>',
-             f'<h1>{html.escape(title)}</h1>',
-             f'<p>Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}. '
-             'Bandwidth in MiB/s (2<sup>20</sup> bytes/s).</p>']
-    if darshan_index:
-        parts.append(f'<p><a href="{_rel(darshan_index, outdir)}">Darshan reports (index)</a></p>')
-    for note in notes:
-        parts.append(f'<p class="note">{html.escape(note)}</p>')
-    parts.append('<h2>Latest night of every series</h2>')
-    parts.append(findings_table(findings, efficiency) if findings else '<p>No runs.</p>')
-    for heading, files in sections:
-        parts.append(f'<h2>{html.escape(heading)}</h2>')
-        if not files:
-            parts.append('<p>No data for this figure.</p>')
-        for png in files:
-            parts.append(f'<a href="{_rel(png, outdir)}"><img src="{_rel(png, outdir)}" '
-                         f'alt="{html.escape(os.path.basename(png), quote=True)}"></a>')
-    parts.append('</body></html>\n')
-    atomic.write_text(path, '\n'.join(parts))
+    verdict = verdict or vd.build(findings)
+    info = info or SeriesInfo()
+    js, script, plots = interactive or ('', '', [])
+    counts = verdict['counts']
+    page = _env().get_template('index.html').render(
+        title=title,
+        generated=f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}',
+        counts=counts, has_cases=sum(counts.values()) > 0,
+        young=bool(findings) and all(f['status'] == 'insufficient history' for f in findings),
+        # newer detection judges against an expected level (its change is relative to it)
+        ref_label='expected' if any('expected_median' in f for f in findings) else 'history',
+        attention=attention_lines(verdict['attention'], info, darshan_links),
+        improvements=len(verdict['improvements']), skipped=verdict['skipped'],
+        groups=groups(verdict['rest'], info, darshan_links, efficiency),
+        darshan_index=_rel(darshan_index, outdir) if darshan_index else None,
+        notes=notes, extra_sections=extra_sections or [],
+        sections=[(h, [(_rel(p, outdir), os.path.basename(p)) for p in files])
+                  for h, files in sections],
+        bokeh_js=Markup(js), bokeh_script=Markup(script),
+        plots=[(a, t, Markup(d)) for a, t, d in plots],
+        css=Markup(open(os.path.join(TEMPLATES, 'report.css'), encoding='utf-8').read()),
+        filter_js=Markup(open(os.path.join(TEMPLATES, 'filter.js'), encoding='utf-8').read()))
+    atomic.write_text(path, page)
     return path

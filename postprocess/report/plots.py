@@ -185,16 +185,21 @@ def history_series(history, findings, max_plots=40):
     return sorted(history.groups(), key=priority)[:max(0, max_plots)]
 
 
-def history(history, findings, outdir, notes, series=None, last_nights=None):
+def history_png_name(key, phase, kid):
+    """File name of a series' history figure (the page links it)."""
+    return f'history_{phase}_{_safe(key[3])}_{kid}.png'
+
+
+def history(history, findings, outdir, notes, series=None, last_nights=None, progress=iter):
     """One PNG per (key, phase) in ``series`` (default all): repetitions per night, medians,
-    reference band, flagged nights."""
+    reference band, flagged nights. ``progress`` wraps the loop (e.g. a tqdm bar)."""
     written = []
     flags = {(f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase'],
               f['night']): f['status'] for f in findings}
     groups = history.groups()
     series = list(groups) if series is None else series
     bands = _reference_bands(history) if series else {}
-    for kid, phase_id in series:
+    for kid, phase_id in progress(series):
         nights = groups[(kid, phase_id)][-last_nights:] if last_nights else groups[(kid, phase_id)]
         phase = PHASES[phase_id]
         key = history.keys[kid]
@@ -223,7 +228,7 @@ def history(history, findings, outdir, notes, series=None, last_nights=None):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc='best')
         fig.autofmt_xdate()
-        _save(fig, f'{outdir}/history_{phase}_{_safe(key[3])}_{kid}.png', written, top=0.8,
+        _save(fig, f'{outdir}/{history_png_name(key, phase, kid)}', written, top=0.8,
               bottom=0.2)
     if len(series) < len(groups):
         notes.append(f'history: {len(groups)} series, {len(series)} plotted (flagged ones first;'

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""IOR against `iobench --pattern ior` with identical parameters: alternating pairs, ratio of medians.
+
+For each API (posix fpp/shared, mpiio independent/collective, hdf5 independent/collective) and rank
+count, runs N pairs; in pair k the order is iobench-then-IOR for even k, IOR-then-iobench for odd k,
+with `sync` and a settle pause before every run. Figures are the tools' own: iobench's JSON
+(`repetitions[0].<phase>.bw_MiBps`) and IOR's JSON summary (`bwMiB`), both bytes over
+open -> access -> fsync -> close of the slowest rank, MiB/s (2^20 bytes/s).
+
+Cache defeat and process structure are the same on both sides: each tool runs its write phase
+(iobench `--phase write --keep`, IOR `-w -k -e`) and its read phase (iobench `--phase read`, IOR
+`-r -k`) as separate processes with the same posix_fadvise(DONTNEED) drop of the files in between
+(bench/compare_dd_ior.py's drop_cache); iobench's read run drops the kept files' pages itself too
+and records what stayed resident. IOR does not defeat the page cache on one node by itself.
+
+Usage: bench/ior_pairs.py --iobench build/iobench --ior /opt/ior/bin/ior --dir /scratch/x
+           [--block 128m] [--transfer 1m] [--segments 2] [--ranks 1,2] [--pairs 5]
+           [--apis posix:fpp,mpiio:collective,...] [--json out.json]
+Prints one line per (api, ranks, phase): medians, the median of the per-pair ratios, and every pair.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_dd_ior import drop_cache, mpirun  # noqa: E402  (same directory)
+
+# iobench backend:mode -> IOR arguments with the same API, file mode and collectiveness
+IOR_ARGS = {
+    "posix:fpp": ["-a", "POSIX", "-F"],
+    "posix:shared": ["-a", "POSIX"],
+    "mpiio:independent": ["-a", "MPIIO"],
+    "mpiio:collective": ["-a", "MPIIO", "-c"],
+    "hdf5:independent": ["-a", "HDF5"],
+    "hdf5:collective": ["-a", "HDF5", "-c"],
+}
+
+
+def ior_command(ior, api, np_, block, transfer, segments, path, phase, summary):
+    """The IOR command line for one phase (write: -w -k -e; read: -r -k)."""
+    return (mpirun(np_) + [ior] + IOR_ARGS[api] +
+            ["-b", block, "-t", transfer, "-s", str(segments), "-e", "-o", path,
+             "-O", "summaryFormat=JSON", "-O", f"summaryFile={summary}"] +
+            (["-w", "-k"] if phase == "write" else ["-r", "-k"]))
+
+
+def iobench_command(iobench, api, np_, block, transfer, segments, dirname, phase):
+    """iobench with IOR's sizes, one phase per process like IOR's (write keeps the file)."""
+    backend, mode = api.split(":")
+    return (mpirun(np_) + [iobench, "--backend", backend, "--mode", mode, "--pattern", "ior",
+                           "--param", f"block={block}", "--param", f"transfer={transfer}",
+                           "--param", f"segments={segments}", "--dir", dirname,
+                           "--name", "pair_iobench", "--repeat", "1", "--verify", "--phase", phase] +
+            (["--keep"] if phase == "write" else []))
+
+
+def iobench_phase(a, api, np_, phase):
+    cmd = iobench_command(a.iobench, api, np_, a.block, a.transfer, a.segments, a.dir, phase)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"iobench failed: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout)["repetitions"][0][phase]
+
+
+def run_iobench(a, api, np_):
+    """Write (kept), the same drop as IOR gets, read (iobench drops the kept files' pages itself
+    too and records what stayed resident), as two processes like IOR's -w and -r runs."""
+    w = iobench_phase(a, api, np_, "write")
+    drop_cache(glob.glob(os.path.join(a.dir, "pair_iobench.rep0*")))
+    r = iobench_phase(a, api, np_, "read")   # deletes the files (no --keep)
+    return w["bw_MiBps"], r["bw_MiBps"], r["cache_resident_before_read"]
+
+
+def ior_phase(a, api, np_, phase, tmp):
+    summary = os.path.join(tmp, f"{phase}.json")
+    cmd = ior_command(a.ior, api, np_, a.block, a.transfer, a.segments,
+                      os.path.join(a.dir, "pair_ior.dat"), phase, summary)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"IOR failed: {' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    with open(summary) as f:
+        res = json.load(f)["tests"][0]["Results"]
+    res = res[0] if isinstance(res[0], list) else res
+    return res[0]["bwMiB"]
+
+
+def run_ior(a, api, np_, tmp):
+    w = ior_phase(a, api, np_, "write", tmp)
+    files = glob.glob(os.path.join(a.dir, "pair_ior.dat*"))
+    drop_cache(files)
+    r = ior_phase(a, api, np_, "read", tmp)
+    for f in files:
+        os.unlink(f)
+    return w, r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--iobench", default="build/iobench")
+    ap.add_argument("--ior", default=shutil.which("ior"))
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--block", default="128m")
+    ap.add_argument("--transfer", default="1m")
+    ap.add_argument("--segments", type=int, default=2)
+    ap.add_argument("--ranks", default="1,2")
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--apis", default=",".join(IOR_ARGS))
+    ap.add_argument("--settle", type=float, default=2.0, help="seconds of quiet after sync before each run")
+    ap.add_argument("--json", help="also write every sample here")
+    a = ap.parse_args()
+    if not a.ior:
+        sys.exit("ior_pairs: error: no IOR binary (--ior or ior on PATH) ''")
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    samples = []
+    print(f"# block {a.block}, transfer {a.transfer}, segments {a.segments}, dir {a.dir}, {a.pairs} pairs; MiB/s")
+    print(f"{'api':18} {'np':>2} {'phase':5} {'iobench':>9} {'ior':>9} {'ratio':>6}  pairs (iobench/ior)")
+    with tempfile.TemporaryDirectory() as tmp:
+        for np_ in [int(x) for x in a.ranks.split(",")]:
+            for api in a.apis.split(","):
+                pairs = []
+                for k in range(a.pairs):
+                    got = {}
+                    for tool in (("iobench", "ior") if k % 2 == 0 else ("ior", "iobench")):
+                        os.sync()
+                        time.sleep(a.settle)
+                        got[tool] = run_iobench(a, api, np_) if tool == "iobench" else run_ior(a, api, np_, tmp)
+                    pairs.append(got)
+                    samples.append({"api": api, "ranks": np_, "pair": k, "iobench": got["iobench"][:2],
+                                    "iobench_resident": got["iobench"][2], "ior": got["ior"]})
+                for i, phase in enumerate(("write", "read")):
+                    mi = statistics.median(p["iobench"][i] for p in pairs)
+                    mr = statistics.median(p["ior"][i] for p in pairs)
+                    ratio = statistics.median(p["iobench"][i] / p["ior"][i] for p in pairs)
+                    raw = " ".join(f"{p['iobench'][i]:.0f}/{p['ior'][i]:.0f}" for p in pairs)
+                    print(f"{api:18} {np_:2d} {phase:5} {mi:9.1f} {mr:9.1f} {ratio:6.3f}  {raw}", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"block": a.block, "transfer": a.transfer, "segments": a.segments, "samples": samples}, f)
+
+
+if __name__ == "__main__":
+    main()

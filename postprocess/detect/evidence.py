@@ -1,0 +1,189 @@
+"""Evidence for one series (or one partition's common factor) on one night: levels per night,
+within-night noise, the test of tonight (or the nights since a suspected change) against the clean
+history, and the state of a detected change. postprocess/detect/suite.py explains the method."""
+import functools
+import math
+
+import numpy as np
+from scipy import special, stats
+
+from postprocess.common.stats import (hl_var_factor, hodges_lehmann, mad_sd, moderated_variances,
+                                      winsorized_sd)
+
+
+class Track:
+    """Per series (or per partition:phase common factor): levels by night index and change state."""
+
+    def __init__(self, kid, phase_id, partition):
+        self.kid, self.phase_id, self.partition = kid, phase_id, partition
+        self.y, self.n, self.resid, self.vals, self.sid = {}, {}, {}, {}, {}
+        self.since = None           # night index where the active change began
+        self.direction = 0
+        self.excluded = set()       # nights inside detected changes: never history again
+        self.z = {}                 # single-night z, for "suspected" pooling
+
+
+def build_tracks(history, value, horizon=None):
+    """{system: {(kid, phase_id): Track}} with levels per night, and {system: [nights]}.
+
+    ``horizon``: only each system's last N nights (levels are the costly part; a nightly verdict
+    needs the recent past only, so years of history cost no more than a few months)."""
+    systems, nights = {}, {}
+    groups = history.groups(value)
+    keep = None
+    if horizon is not None:
+        recent = {}
+        for (kid, _), entries in groups.items():
+            recent.setdefault(history.keys[kid][0], set()).update(
+                history.sessions[sid]['night'] for sid, _ in entries)
+        keep = {system: set(sorted(ns)[-horizon:]) for system, ns in recent.items()}
+    for (kid, ph), entries in groups.items():
+        system, partition = history.keys[kid][0], history.keys[kid][1]
+        track = Track(kid, ph, partition)
+        by_night = {}
+        for sid, vals in entries:
+            vals = vals[vals > 0]
+            night = history.sessions[sid]['night']
+            if vals.size and (keep is None or night in keep[system]):
+                by_night.setdefault(night, []).append((sid, vals))
+        if not by_night:
+            continue
+        systems.setdefault(system, {})[(kid, ph)] = (track, by_night)
+        nights.setdefault(system, set()).update(by_night)
+    out = {}
+    for system, members in systems.items():
+        order = sorted(nights[system])
+        index = {n: i for i, n in enumerate(order)}
+        for track, by_night in members.values():
+            for night, parts in by_night.items():
+                t = index[night]
+                vals = np.concatenate([v for _, v in parts])
+                logs = np.log(vals)
+                track.vals[t], track.sid[t] = vals, parts[-1][0]
+                track.y[t] = hodges_lehmann(logs)
+                track.n[t] = logs.size
+                track.resid[t] = logs - track.y[t]
+        out[system] = ([m[0] for m in members.values()], order)
+    return out
+
+
+def robust_var(x):
+    """Variance of x with values beyond 3 robust SDs of the median clipped (ddof 1)."""
+    x = np.asarray(x, dtype=float)
+    if x.size < 2:
+        return 0.0
+    med = float(np.median(x))
+    sd = mad_sd(x)
+    if sd > 0:
+        x = np.clip(x, med - 3 * sd, med + 3 * sd)
+    return float(np.var(x, ddof=1))
+
+
+@functools.lru_cache(maxsize=None)
+def chi2_limit(dof):
+    return float(stats.chi2.ppf(0.99, max(dof, 1)) / max(dof, 1))
+
+
+class NightJudge:
+    """Judging of one night of one system (all partitions and phases)."""
+
+    def __init__(self, t, opt):
+        self.t, self.opt = t, opt
+        self.c = {}                 # (partition, phase) -> {night index: factor}
+        self.sigma2 = {}            # track -> (sigma^2, dof)
+
+    def clean_before(self, track, k, levels):
+        hist = [u for u in sorted(levels) if u < k and u not in track.excluded]
+        return hist[-self.opt['window']:]
+
+    def cell_var(self, track, u):
+        s2, _ = self.sigma2[track]
+        n = track.n[u]
+        return hl_var_factor(n) * s2 / n
+
+    def test(self, track, new, hist, levels):
+        """Pooled mean of levels on nights ``new`` minus mean of ``hist``: (estimate, z, dof)."""
+        r_new = np.array([levels[u] for u in new])
+        r_hist = np.array([levels[u] for u in hist])
+        v_new = np.array([self.cell_var(track, u) for u in new])
+        v_hist = np.array([self.cell_var(track, u) for u in hist])
+        est = float(r_new.mean() - r_hist.mean())
+        expected = float(v_hist.mean())
+        observed = robust_var(r_hist)
+        # Night-to-night variance of the series beyond noise: counted only when the history shows
+        # it (chi-square test at 1 %): two weeks' estimate is noisy and, counted always, would
+        # blunt detection on a steady machine; big suites are guarded by the empirical null.
+        h = len(hist)
+        tau2 = observed - expected if observed > chi2_limit(h - 1) * expected else 0.0
+        m, h = len(new), len(hist)
+        var = v_new.sum() / m ** 2 + tau2 / m + v_hist.sum() / h ** 2 + tau2 / h
+        dof = self.sigma2[track][1] if tau2 == 0 else max(h - 1, 1)
+        z = est / math.sqrt(var) if var > 0 else (0.0 if est == 0 else math.copysign(1e9, est))
+        return est, z, dof
+
+
+def t_tails(z, dof, candidates):
+    """One-sided p values (regression, improvement), Bonferroni over the pooling candidates."""
+    lower = float(special.stdtr(dof, z))           # Student t cdf (the ufunc under stats.t)
+    return min(1.0, candidates * lower), min(1.0, candidates * (1.0 - lower if z < 0 else
+                                                                 float(special.stdtr(dof, -z))))
+
+
+def continue_change(track, t, levels, tester, night):
+    """An active change: still on (est, z, dof, hist, new) or over (None; its nights stay out)."""
+    hist = night.clean_before(track, track.since, levels)
+    during = [u for u in sorted(levels) if track.since <= u < t]
+    if len(hist) < night.opt['min_nights'] or not during:
+        track.since = None
+        return None
+    base = float(np.mean([levels[u] for u in hist]))
+    before = float(np.mean([levels[u] for u in during])) - base
+    if track.direction * (levels[t] - base) < abs(before) / 2.0:
+        track.since = None          # back nearer the old level than the changed one
+        return None
+    new = during + [t]
+    est, z, dof = tester(track, new, hist, levels)
+    track.excluded.add(t)
+    return est, z, dof, hist, new
+
+
+def fresh_evidence(track, t, levels, tester, night):
+    """Tonight (and the nights since a suspected change) vs the clean history, or None."""
+    opt = night.opt
+    hist = night.clean_before(track, t, levels)
+    if len(hist) < opt['min_nights']:
+        return None
+    est, z, dof = tester(track, [t], hist, levels)
+    track.z[t] = z
+    best = {'k': t, 'est': est, 'z': z, 'dof': dof, 'hist': hist, 'new': [t], 'cands': 1}
+    for back in range(1, opt['pool_nights']):
+        k = t - back
+        zk = track.z.get(k)
+        if k not in levels or k in track.excluded or zk is None or zk * z <= 0 \
+                or abs(zk) < opt['suspect_z']:
+            break
+        hist_k = night.clean_before(track, k, levels)
+        if len(hist_k) < opt['min_nights']:
+            break
+        new = [u for u in range(k, t + 1) if u in levels]
+        e2, z2, d2 = tester(track, new, hist_k, levels)
+        best['cands'] += 1
+        if special.stdtr(d2, -abs(z2)) < special.stdtr(best['dof'], -abs(best['z'])):
+            best.update(k=k, est=e2, z=z2, dof=d2, hist=hist_k, new=new)
+    return best
+
+
+def within_noise(night, present, span):
+    """Within-night variance of each series (its recent nights), moderated across the group."""
+    raw, dofs = [], []
+    for tr in present:
+        res = [tr.resid[u] for u in span if u in tr.resid]
+        dof = sum(r.size - 1 for r in res)
+        raw.append(winsorized_sd(np.concatenate(res), dof) ** 2 if dof > 0 else np.nan)
+        dofs.append(dof)
+    s2, d = moderated_variances(raw, dofs)
+    for tr, v, dv in zip(present, s2, d):
+        if not np.isfinite(v) or v <= 0:       # single repetitions: spread of levels instead
+            lv = [tr.y[u] for u in span if u in tr.y]
+            v, dv = max(robust_var(lv), 1e-8), max(len(lv) - 1, 1)
+        night.sigma2[tr] = (float(v), float(dv))

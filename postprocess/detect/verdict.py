@@ -1,0 +1,141 @@
+"""Tonight's verdict for ci/nightly.sh: the detect findings about what this run ran, and their
+confirmation by a re-run of the flagged checks.
+
+* ``scope_tonight``: a series finding counts when its check passed in tonight's ReFrame report and
+  the finding is about that series' latest night (a key not run tonight must not fail it again for
+  an old night); a `system` finding counts for the partitions tonight's run used.
+* ``rerun_targets``: what to re-run: every check behind a flagged series; for a flagged common
+  factor, the fio baseline and a few checks of that partition that moved just like it (the re-run
+  must see several typical series to estimate the machine's state again).
+* ``confirm``: the re-run's repetitions form one extra night, labelled ``<night> confirm``, judged
+  against the same history by the same detector (postprocess/detect/suite.py): a change that is
+  still nearer its changed level than its old one is confirmed, otherwise ``unconfirmed``. The
+  re-run's perflogs live in the run directory, never in the history, so no fake night is created.
+"""
+import datetime
+
+from postprocess.detect.suite import SYSTEM_CHECK, detect, is_baseline_params
+from postprocess.history.store import History
+
+FLAGS = ('regression', 'improvement')
+CONFIRM_LABEL = ' confirm'
+MAX_SYSTEM_RERUN = 4        # checks re-run to confirm a moving common factor (fio excluded)
+
+
+def _ran(report):
+    """{(system, partition, environ, check): hash} of the checks that passed in report.json."""
+    out = {}
+    for run in report.get('runs', []):
+        for case in run.get('testcases', []):
+            if case.get('result') == 'pass':
+                name = case.get('display_name') or case.get('name')
+                out[(case.get('system'), case.get('partition'), case.get('environ'), name)] = \
+                    case.get('hashcode') or case.get('hash')
+    return out
+
+
+def scope_tonight(findings, report):
+    """The findings about tonight's run (see module docstring), latest night of each series."""
+    ran = _ran(report)
+    partitions = {(k[0], k[1]) for k in ran}
+    latest = {}
+    for f in findings:
+        if f.get('scope') == 'system':
+            if (f['system'], f['partition']) not in partitions:
+                continue
+        elif (f['system'], f['partition'], f['environ'], f['check']) not in ran:
+            continue
+        key = (f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase'])
+        if key not in latest or f['night'] >= latest[key]['night']:
+            latest[key] = f
+    return sorted(latest.values(), key=lambda f: (f.get('scope') != 'system', f['check'],
+                                                  f['params'], f['phase']))
+
+
+def rerun_targets(findings, report):
+    """ReFrame ``-n`` selectors (``/<hash>``) of the checks to re-run, sorted, without repeats."""
+    ran = _ran(report)
+    chosen = set()
+    for f in findings:
+        if f['status'] not in FLAGS:
+            continue
+        if f.get('scope') == 'system':
+            same = [g for g in findings if g.get('scope') != 'system' and g['phase'] == f['phase']
+                    and (g['system'], g['partition']) == (f['system'], f['partition'])
+                    and g.get('change') is not None]
+            base = [g for g in same if is_baseline_params(g['params'])]
+            # the checks that moved like the partition (smallest change after the common
+            # factor): the re-run estimates the machine's state from them, not from outliers
+            typical = sorted((g for g in same if not is_baseline_params(g['params'])
+                              and g['status'] not in FLAGS),
+                             key=lambda g: abs(g['change']))[:MAX_SYSTEM_RERUN]
+            chosen.update(_key(g) for g in base + typical)
+        else:
+            chosen.add(_key(f))
+    return sorted(f'/{ran[k]}' for k in chosen if ran.get(k))
+
+
+def _key(f):
+    return (f['system'], f['partition'], f['environ'], f['check'])
+
+
+def confirm(history_runs, confirm_runs, tonight_findings):
+    """Findings with flags that the re-run did not reproduce turned ``unconfirmed``.
+
+    Each finding gains ``confirmation``: ``confirmed``, ``not reproduced`` or ``not re-run`` (a
+    flag without re-run data stays as it was: no evidence either way).
+    """
+    flagged = [f for f in tonight_findings if f['status'] in FLAGS]
+    if not flagged or not confirm_runs:
+        for f in flagged:
+            f['confirmation'] = 'not re-run'
+        return tonight_findings
+    night = max(f['night'] for f in flagged)
+    label = night + CONFIRM_LABEL
+    start = min(r['time'] for r in confirm_runs)
+    for r in confirm_runs:
+        r['session'] = f'confirm:{r["system"]}:{r["partition"]}@{start.isoformat()}'
+        r['session_start'] = start
+    history = History(list(history_runs) + list(confirm_runs))
+    for s in history.sessions:
+        if s['id'].startswith('confirm:'):
+            s['night'] = label
+    systems = {(f['partition'], f['phase']) for f in flagged if f.get('scope') == 'system'}
+    again = {(g['system'], g['partition'], g['environ'], g['check'], g['params'], g['phase']): g
+             for g in detect(history, latest_only=True, carry_night=label,
+                             estimate_factor=systems)
+             if g['night'] == label}
+    for f in flagged:
+        g = again.get((f['system'], f['partition'], f['environ'], f['check'], f['params'],
+                       f['phase']))
+        if g is None:
+            f['confirmation'] = 'not re-run'
+        elif g['status'] == f['status']:
+            f['confirmation'] = 'confirmed'
+            f['confirm_change'] = g['change']
+        else:
+            f['confirmation'] = 'not reproduced'
+            f['confirm_change'] = g['change']
+            f['status'] = 'unconfirmed'
+    return tonight_findings
+
+
+def summary(findings, stage):
+    """The verdict document written to <run>/post/verdict.json (see docs/CONTRACT.md)."""
+    regressions = [f for f in findings if f['status'] == 'regression']
+    return {
+        'schema': 'ioregress-verdict/1',
+        'written': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
+        'confirmation': stage,
+        'status': 'regression' if regressions else 'ok',
+        'exit': 3 if regressions else 0,
+        'regressions': len(regressions),
+        'unconfirmed': sum(f['status'] == 'unconfirmed' for f in findings),
+        'improvements': sum(f['status'] == 'improvement' for f in findings),
+        'findings': [f for f in findings if f['status'] not in ('ok', 'insufficient history')],
+        'judged': len(findings),
+    }
+
+
+def is_system(f):
+    return f.get('scope') == 'system' or f.get('check') == SYSTEM_CHECK

@@ -1,0 +1,102 @@
+"""``summary``: the last thing a run prints -- counts, what needs attention, where the page is.
+
+    python -m postprocess summary --run RUN_DIR
+
+reads RUN_DIR/report.json (ReFrame), RUN_DIR/post/detect.json (findings) and
+RUN_DIR/post/verdict.json (tonight's confirmed flags, written by ci/nightly.sh), RUN_DIR/reframe.out
+(skip reasons), each when present, and points at RUN_DIR/post/report/index.html.
+"""
+import os
+import pathlib
+
+from postprocess.report import verdict
+
+LABEL = {'regression': 'REGRESSION', 'system': 'SYSTEM-WIDE', 'failed': 'FAILED',
+         'unconfirmed': 'UNCONFIRMED'}
+MAX_LINES = 25   # per list: a night with 300 failures is one problem, not 300 lines to scroll
+
+
+def register(subparsers):
+    p = subparsers.add_parser('summary', help="a run's verdict for the terminal: passed/failed/"
+                                              'skipped, regressions, failures, the report path')
+    p.add_argument('--run', required=True, metavar='RUN_DIR',
+                   help='run directory (report.json, post/detect.json, post/report/index.html)')
+    p.add_argument('--findings', metavar='FILE',
+                   help='detect findings JSON (default: RUN_DIR/post/detect.json if present)')
+    p.add_argument('--page', metavar='HTML',
+                   help='report page to point at (default: RUN_DIR/post/report/index.html)')
+    p.set_defaults(func=run)
+
+
+def _change(a):
+    return '' if a.get('change') is None else f'{a["change"]:+.1%}'
+
+
+def format_line(a):
+    label = LABEL[a['kind']]
+    short = verdict.short_params(a.get('params', ''), a['check'])
+    what = f'{verdict.check_class(a["check"])} {short}'
+    if a['kind'] == 'failed':
+        if not a.get('params'):
+            what = a['check']
+        phase = f' in {a["phase"]}' if a.get('phase') else ''
+        return f'  {label:11s} {what}{phase}: {a["reason"]}'
+    median = ''
+    if a['kind'] == 'system':       # its medians are ratios to the history, not MiB/s
+        check = a.get('check') if a.get('check') not in (None, '', '*') else 'all checks'
+        what = f'{a["system"]}:{a["partition"]} {check}'
+    elif a.get('median') is not None and a.get('expected_median') is not None:
+        median = f' ({a["median"]:.4g} vs {a["expected_median"]:.4g} MiB/s expected)'
+    elif a.get('median') is not None and a.get('history_median') is not None:
+        median = f' ({a["median"]:.4g} vs {a["history_median"]:.4g} MiB/s)'
+    since = f', since {a["since"]}' if a.get('since') else ''
+    return f'  {label:11s} {what} {a.get("phase", "")} {_change(a)}{median}{since}'.rstrip()
+
+
+def render(result, page=None):
+    c = result['counts']
+    total = sum(c.values())
+    lines = [f'ioregress: {total} checks: {c["passed"]} passed, {c["failed"]} failed, '
+             f'{c["skipped"]} skipped' + (f', {c["other"]} other' if c['other'] else '')]
+    attention = result['attention']
+    if attention:
+        lines.append(f'{len(attention)} need{"s" if len(attention) == 1 else ""} attention:')
+        lines += [format_line(a) for a in attention[:MAX_LINES]]
+        if len(attention) > MAX_LINES:
+            lines.append(f'  ... and {len(attention) - MAX_LINES} more (see the report)')
+    else:
+        lines.append('nothing needs attention: no regression, no failure')
+    if result['improvements']:
+        lines.append(f'{len(result["improvements"])} improvement(s) (in the report)')
+    reasons = {}
+    for s in result['skipped']:
+        reasons.setdefault(s['reason'] or 'reason not recorded', []).append(s['check'])
+    for reason, checks in sorted(reasons.items(), key=lambda kv: -len(kv[1]))[:5]:
+        lines.append(f'skipped {len(checks)}: {reason}')
+    if page:
+        lines.append(pathlib.Path(os.path.abspath(page)).as_uri() if os.path.exists(page)
+                     else f'no report page ({page} not written)')
+    return '\n'.join(lines)
+
+
+def run(args):
+    run_dir = args.run
+    if not os.path.isdir(run_dir):
+        from postprocess.common.errors import UsageError
+        raise UsageError(f"no such run directory '{run_dir}'")
+    report = os.path.join(run_dir, 'report.json')
+    cases = verdict.load_cases(report) if os.path.exists(report) else None
+    findings_path = args.findings or os.path.join(run_dir, 'post', 'detect.json')
+    findings = (verdict.load_findings(findings_path)
+                if args.findings or os.path.exists(findings_path) else [])
+    skipped_why = verdict.skip_reasons(os.path.join(run_dir, 'reframe.out'))
+    tonight_path = os.path.join(run_dir, 'post', 'verdict.json')
+    tonight = verdict.load_verdict(tonight_path) if os.path.exists(tonight_path) else None
+    result = verdict.build(findings, cases, skipped_why, tonight)
+    if tonight and tonight.get('confirmation') == 'pending':
+        print('note: the confirmation re-run did not finish: flags are not confirmed yet')
+    if cases is None:
+        print(f'note: no ReFrame report in {run_dir}: counts are unknown')
+    page = args.page or os.path.join(run_dir, 'post', 'report', 'index.html')
+    print(render(result, page))
+    return 0

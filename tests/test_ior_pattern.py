@@ -1,0 +1,151 @@
+"""`iobench --pattern ior`: IOR's byte layout, every built backend read-back verified, bad sizes.
+
+IOR's documented layout (github.com/hpc/ior, doc/USER_GUIDE, src/ior.c GetOffsetArraySequential):
+rank r's transfer k of segment s lies at  s*(ranks*block) + r*block + k*transfer  in a shared file,
+and at  s*block + k*transfer  in rank r's own file (-F). iobench writes, at every 8-byte element,
+the shared-file offset of that element / 8 + 1, so a kept file is checked here against the offsets
+the formula gives, per rank, segment and transfer. When an IOR binary is there (IOR_ROOT or PATH)
+the owner of every transfer in IOR's own file (IOR puts the rank in the upper 32 bits of each word)
+is compared with iobench's too, and the HDF5 files' datasets with IOR's.
+"""
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import mpirun_cmd
+
+BLOCK, XFER, SEGS = 64 * 1024, 16 * 1024, 3
+SIZES = ["--param", f"block={BLOCK // 1024}k", "--param", f"transfer={XFER // 1024}k",
+         "--param", f"segments={SEGS}"]
+
+
+def ior_binary():
+    root = os.environ.get("IOR_ROOT")
+    path = os.path.join(root, "bin", "ior") if root else shutil.which("ior")
+    return path if path and os.access(path, os.X_OK) else None
+
+
+def ior_args(backend, mode, tmp_path, *extra):
+    return ["--backend", backend, "--mode", mode, "--pattern", "ior", *SIZES, "--dir", tmp_path, *extra]
+
+
+def expected_transfer(P, r, s, k):
+    """The values iobench puts in rank r's transfer k of segment s: IOR's shared offset / 8 + 1."""
+    off = s * P * BLOCK + r * BLOCK + k * XFER
+    return np.arange(off // 8, (off + XFER) // 8, dtype=np.int64) + 1
+
+
+@pytest.mark.parametrize("np_", [1, 2])
+def test_shared_file_is_iors_segment_major_layout(run_iobench, tmp_path, np_):
+    proc, doc = run_iobench(ior_args("posix", "shared", tmp_path, "--keep", "--name", "lay"), np=np_)
+    assert proc.returncode == 0, proc.stderr
+    data = np.fromfile(tmp_path / "lay.rep0", dtype="<i8")
+    assert data.size * 8 == SEGS * np_ * BLOCK == doc["file_size"]
+    for s in range(SEGS):
+        for r in range(np_):
+            for k in range(BLOCK // XFER):
+                off = s * (np_ * BLOCK) + r * BLOCK + k * XFER          # IOR's offset
+                got = data[off // 8:(off + XFER) // 8]
+                assert np.array_equal(got, expected_transfer(np_, r, s, k)), (s, r, k)
+
+
+def test_file_per_process_is_iors_layout(run_iobench, tmp_path):
+    np_ = 2
+    proc, doc = run_iobench(ior_args("posix", "fpp", tmp_path, "--keep", "--name", "lay"), np=np_)
+    assert proc.returncode == 0, proc.stderr
+    assert doc["file_layout"].startswith("file per process")
+    for r in range(np_):
+        data = np.fromfile(tmp_path / f"lay.rep0.{r}", dtype="<i8")
+        assert data.size * 8 == SEGS * BLOCK
+        for s in range(SEGS):
+            for k in range(BLOCK // XFER):
+                off = s * BLOCK + k * XFER                               # IOR -F offset in rank r's file
+                assert np.array_equal(data[off // 8:(off + XFER) // 8], expected_transfer(np_, r, s, k))
+
+
+@pytest.mark.parametrize("mode", ["independent", "collective"])
+def test_mpiio_and_hdf5_files_hold_the_same_layout(run_iobench, iobench_backends, tmp_path, mode):
+    np_ = 2
+    proc, _ = run_iobench(ior_args("mpiio", mode, tmp_path, "--keep", "--name", "m"), np=np_)
+    assert proc.returncode == 0, proc.stderr
+    flat = np.fromfile(tmp_path / "m.rep0", dtype="<i8")
+    assert np.array_equal(flat, np.arange(1, flat.size + 1))      # value = offset/8 + 1 everywhere
+    if "hdf5" not in iobench_backends or not shutil.which("h5dump"):
+        pytest.skip("no hdf5 backend or no h5dump: HDF5 layout not inspected")
+    proc, _ = run_iobench(ior_args("hdf5", mode, tmp_path, "--keep", "--name", "h"), np=np_)
+    assert proc.returncode == 0, proc.stderr
+    for s in range(SEGS):   # IOR's HDF5 layout: one 1-D int64 dataset per segment
+        out = tmp_path / f"seg{s}.bin"
+        subprocess.run(["h5dump", "-d", f"/Dataset-0000.{s:04d}", "-b", "LE", "-o", str(out),
+                        str(tmp_path / "h.rep0")], check=True, capture_output=True)
+        seg = np.fromfile(out, dtype="<i8")
+        n = np_ * BLOCK // 8
+        assert np.array_equal(seg, np.arange(s * n, (s + 1) * n) + 1), s
+
+
+def test_every_built_backend_reads_back_verified(run_iobench, iobench_backends, tmp_path):
+    for backend, modes in sorted(iobench_backends.items()):
+        for mode in modes:
+            d = tmp_path / f"{backend}-{mode}"
+            d.mkdir()
+            proc, doc = run_iobench(ior_args(backend, mode, d, "--repeat", "2"), np=2)
+            assert proc.returncode == 0, (backend, mode, proc.stderr)
+            assert doc["status"] == "ok" and doc["pattern"] == "ior"
+            assert (doc["block_size"], doc["transfer_size"], doc["segments"]) == (BLOCK, XFER, SEGS)
+            assert doc["bytes_total"] == SEGS * 2 * BLOCK
+            for rep in doc["repetitions"]:
+                assert rep["write"]["bytes"] == rep["read"]["bytes"] == doc["bytes_total"]
+                assert rep["read"]["verified"] is True
+            assert list(d.iterdir()) == [], (backend, mode, list(d.iterdir()))
+
+
+def test_size_defaults_block_from_size_in_mib(run_iobench, tmp_path):
+    proc, doc = run_iobench(["--backend", "posix", "--pattern", "ior", "--size", "2", "--dir", tmp_path], np=1)
+    assert proc.returncode == 0, proc.stderr
+    assert (doc["block_size"], doc["transfer_size"], doc["segments"]) == (2 << 20, 1 << 20, 1)
+
+
+@pytest.mark.parametrize("params, words", [
+    (["block=96k", "transfer=64k"], "block must be a multiple of transfer"),
+    (["block=0"], "block must be > 0"),
+    (["block=1m", "transfer=0"], "transfer must be > 0"),
+    (["block=1m", "segments=0"], "segments must be > 0"),
+    (["block=1m", "transfer=12"], "multiple of 8 bytes"),
+    (["block=4g", "transfer=1m", "segments=2147483647"], "overflows 2^63"),
+    (["block=8388608t"], "below 2^63"),
+    (["block=1x"], "bad ior param block"),
+    (["block=1m", "segments=2k"], "bad ior param segments"),
+])
+def test_bad_sizes_one_line_exit_2_nothing_created(iobench, tmp_path, params, words):
+    args = ["--backend", "posix", "--pattern", "ior", "--dir", str(tmp_path)]
+    for p in params:
+        args += ["--param", p]
+    proc = subprocess.run(mpirun_cmd(2) + [iobench] + args, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("iobench")]
+    assert len(lines) == 1 and lines[0].startswith("iobench: error: ") and words in lines[0], proc.stderr
+    assert proc.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(ior_binary() is None, reason="no IOR binary (IOR_ROOT or ior on PATH): "
+                    "IOR's own files not compared")
+@pytest.mark.parametrize("fpp", [False, True])
+def test_owner_of_every_transfer_matches_iors_own_file(run_iobench, tmp_path, fpp):
+    np_ = 2
+    mode = "fpp" if fpp else "shared"
+    proc, _ = run_iobench(ior_args("posix", mode, tmp_path, "--keep", "--name", "iob"), np=np_)
+    assert proc.returncode == 0, proc.stderr
+    cmd = mpirun_cmd(np_) + [ior_binary(), "-a", "POSIX", "-b", str(BLOCK), "-t", str(XFER), "-s",
+                             str(SEGS), "-w", "-k", "-o", str(tmp_path / "ior.dat")] + (["-F"] if fpp else [])
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    files = [(f"iob.rep0.{r}", f"ior.dat.{r:08d}") for r in range(np_)] if fpp else [("iob.rep0", "ior.dat")]
+    for mine, theirs in files:
+        a = np.fromfile(tmp_path / mine, dtype="<i8")
+        b = np.fromfile(tmp_path / theirs, dtype="<u8")
+        assert a.size == b.size
+        owner_iob = ((a[:: XFER // 8] - 1) * 8 % (np_ * BLOCK)) // BLOCK   # per transfer
+        owner_ior = b[:: XFER // 8] >> 32
+        assert np.array_equal(owner_iob, owner_ior.astype(np.int64)), (mine, theirs)

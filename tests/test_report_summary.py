@@ -1,0 +1,211 @@
+"""The terminal verdict (`python -m postprocess summary`) and ci/quick.sh ending with it.
+
+Inputs are real where cheap: a real quick run of four BenchIO checks through ci/quick.sh (one made
+to fail by an unreachable reference, three skipped when SIONlib is not built), and real detect
+findings of the synthetic perflog history; the issue-11 fields (`scope`, `since`, `unconfirmed`)
+are added to those findings the way that issue describes them.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SYNTH = REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic'
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
+
+
+def pp(*args):
+    return subprocess.run([sys.executable, '-m', 'postprocess', *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, env=ENV)
+
+
+def synthetic_findings(tmp_path):
+    """Real detection on the synthetic history (its last night holds a 35 % write drop)."""
+    out = tmp_path / 'detect.json'
+    proc = pp('detect', '--perflogs', SYNTH, '--json', out)
+    assert proc.returncode == 1, proc.stderr          # 1: a regression is shown
+    return json.loads(out.read_text())
+
+
+def cases_for(findings, fail=None, skip=()):
+    """A ReFrame report.json (the 4.10 layout) whose test cases are the findings' checks."""
+    cases, seen = [], set()
+    for f in findings:
+        name = f['check']
+        if name in seen or f.get('scope') == 'system':
+            continue
+        seen.add(name)
+        result = 'fail' if name == fail else 'skip' if name in skip else 'pass'
+        cases.append({'system': f['system'], 'partition': f['partition'], 'environ': f['environ'],
+                      'display_name': name, 'name': name, 'result': result, 'fixture': False,
+                      'iob_params': f['params'],
+                      'fail_phase': 'sanity' if result == 'fail' else None,
+                      'fail_reason': 'sanity error: rank 1: verification failed at element 17'
+                      if result == 'fail' else None})
+    return {'session_info': {'num_cases': len(cases)}, 'runs': [{'testcases': cases}]}
+
+
+def make_run(tmp_path, findings, report):
+    run = tmp_path / 'run'
+    (run / 'post').mkdir(parents=True)
+    (run / 'post' / 'detect.json').write_text(json.dumps(findings))
+    (run / 'report.json').write_text(json.dumps(report))
+    return run
+
+
+def test_summary_lists_regression_failure_and_issue11_fields(tmp_path):
+    findings = synthetic_findings(tmp_path)
+    regressions = [f for f in findings if f['status'] == 'regression']
+    assert regressions
+    checks = sorted({f['check'] for f in findings})
+    failed = next(c for c in checks if 'posix:fpp' in c and '%ranks=4' in c)
+    skipped = next(c for c in checks if 'hdf5' in c)
+    report = cases_for(findings, fail=failed, skip=[skipped])
+    # issue 11 fields: a confirmed regression with its first night, a system-wide change, a flag
+    # waiting for its re-run
+    latest = max(f['night'] for f in findings)
+    for f in findings:
+        if f['status'] == 'regression':
+            f['since'] = '2026-11-10'
+    other = next(f for f in findings if f['night'] == latest and f['status'] == 'ok'
+                 and f.get('scope', 'series') == 'series' and f['check'] not in (failed, skipped))
+    other['status'] = 'unconfirmed'
+    findings.append({'system': 'synthetic', 'partition': 'p1', 'environ': '*', 'check': '*',
+                     'params': '', 'phase': 'read', 'night': latest, 'status': 'regression',
+                     'scope': 'system', 'since': latest, 'change': -0.22, 'median': None,
+                     'history_median': None})
+    run = make_run(tmp_path, findings, report)
+    proc = pp('summary', '--run', run)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    n = len({f['check'] for f in findings if f.get('scope', 'series') == 'series'})
+    assert lines[0] == f'ioregress: {n} checks: {n - 2} passed, 1 failed, 1 skipped'
+    kinds = [line.split()[0] for line in lines if line.startswith('  ')]
+    # ordered: regressions, system-wide, failures, unconfirmed
+    assert kinds == ['REGRESSION'] * len(regressions) + ['SYSTEM-WIDE', 'FAILED', 'UNCONFIRMED']
+    reg = next(line for line in lines if line.startswith('  REGRESSION'))
+    r = regressions[0]
+    assert f'{r["change"]:+.1%}' in reg and 'since 2026-11-10' in reg and r['phase'] in reg
+    assert 'mpiio/collective ranks=4 size=64' in reg
+    assert 'FAILED' in lines[kinds.index('FAILED') + 2] and 'verification failed at element 17' \
+        in proc.stdout
+    assert 'all checks read -22.0%' in proc.stdout
+    assert lines[-1] == f'no report page ({run}/post/report/index.html not written)'
+
+
+def test_a_check_not_run_tonight_does_not_raise_its_old_flag(tmp_path):
+    findings = synthetic_findings(tmp_path)
+    regressed = {f['check'] for f in findings if f['status'] == 'regression'}
+    report = cases_for([f for f in findings if f['check'] not in regressed])
+    proc = pp('summary', '--run', make_run(tmp_path, findings, report))
+    assert proc.returncode == 0
+    assert 'REGRESSION' not in proc.stdout and 'nothing needs attention' in proc.stdout
+
+
+@pytest.mark.parametrize('damage, message', [
+    (lambda run: (run / 'report.json').write_text('{"runs": [{"testcases": [{"res'),
+     "cannot read ReFrame report '{run}/report.json'"),
+    (lambda run: (run / 'report.json').write_text('{"session_info": {}}'),
+     "not a ReFrame report (no runs/testcases): '{run}/report.json'"),
+    (lambda run: (run / 'post' / 'detect.json').write_text('{"status": "ok"}'),
+     "not a list of detect findings: '{run}/post/detect.json'"),
+])
+def test_bad_input_is_one_line_and_status_2(tmp_path, damage, message):
+    run = make_run(tmp_path, [], {'runs': [{'testcases': []}]})
+    damage(run)
+    before = sorted(p.name for p in run.rglob('*'))
+    proc = pp('summary', '--run', run)
+    assert proc.returncode == 2 and proc.stdout == ''
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f'python -m postprocess summary: error: {message.format(run=run)}')
+    assert sorted(p.name for p in run.rglob('*')) == before
+
+
+def test_missing_run_dir_is_one_line(tmp_path):
+    proc = pp('summary', '--run', tmp_path / 'nope')
+    assert proc.returncode == 2
+    assert proc.stderr == f"python -m postprocess summary: error: no such run directory " \
+                          f"'{tmp_path / 'nope'}'\n"
+
+
+@pytest.mark.reframe
+def test_quick_sh_ends_with_the_verdict(tmp_path, iobench):
+    refs = tmp_path / 'refs.yaml'
+    refs.write_text("BenchIO:\n  $index: [$partition, iob_params]\n  'local:default':\n"
+                    "    'backend=mpiio,mode=collective,pattern=benchio,ranks=2,size=64,"
+                    "stripe=default':\n      write_bw: [90000000, -0.1, 3.0, MiB/s]\n")
+    out = tmp_path / 'quick'
+    proc = subprocess.run(
+        [str(REPO / 'ci' / 'quick.sh'), '-n', r'BenchIO.*(posix:fpp|mpiio:collective|sionlib:)',
+         '-S', f'reference_file={refs}'], capture_output=True, text=True, timeout=900,
+        env=dict(ENV, IOREGRESS_RESULTS=str(out), IOBENCH=iobench), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout[-3000:]          # reframe's status: one failure
+    report = json.loads((out / 'report.json').read_text())
+    info = report['session_info']
+    builds = sum(c['fixture'] and c['result'] == 'pass' for c in report['runs'][0]['testcases'])
+    tail = proc.stdout.rstrip('\n').splitlines()
+    verdict_at = next(i for i, line in enumerate(tail) if line.startswith('ioregress: '))
+    summary = tail[verdict_at:]
+    failures, skipped = info['num_failures'], info['num_skipped']
+    cases = info['num_cases'] - builds          # ReFrame counts the build fixture as a case
+    assert summary[0] == (f'ioregress: {cases} checks: {cases - failures - skipped} passed, '
+                          f'{failures} failed, {skipped} skipped')
+    assert failures == 1
+    assert re.match(r'  FAILED +BenchIO mpiio/collective ranks=2 size=64 in performance: '
+                    r'performance error: failed to meet reference\(s\): write_bw=', summary[2])
+    if skipped:          # SIONlib not built here: the reason comes from ReFrame's console
+        assert any(line.startswith(f'skipped {skipped}: backend sionlib') for line in summary)
+    page = out / 'post' / 'report' / 'index.html'
+    assert summary[-1] == page.as_uri() and page.exists()
+    assert 'failed to meet reference' in page.read_text()
+
+
+def test_skip_reasons_from_reframe_console(tmp_path):
+    out = tmp_path / 'reframe.out'     # two lines as ReFrame 4.10 prints them (colour, padding)
+    out.write_text('[ \x1b[33m    SKIP\x1b[0m ] ( 3/37) NektarSmall %size=100000 '
+                   '%io=sionlib:collective'
+                   ' /738a81f1 @local:default+mpi-gnu [backend sionlib: feature +sionlib not on'
+                   ' local:default / mpi-gnu]\n'
+                   '[     SKIP ] (2/8) BenchIO %size=64 %stripe=c4-S4M /30de5d02 @local:default+'
+                   'mpi-gnu [stripe c4-S4M needs a +lustre partition]\n'
+                   '[       OK ] (1/8) BenchIO %size=64 /e3eb8e8d @local:default+mpi-gnu\n')
+    from postprocess.report.verdict import skip_reasons
+    assert skip_reasons(out) == {
+        'NektarSmall %size=100000 %io=sionlib:collective':
+            'backend sionlib: feature +sionlib not on local:default / mpi-gnu',
+        'BenchIO %size=64 %stripe=c4-S4M': 'stripe c4-S4M needs a +lustre partition'}
+
+
+def test_summary_prefers_the_nightly_verdict_document(tmp_path):
+    """ci/nightly.sh writes post/verdict.json (`postprocess verdict`, issue 11): its findings,
+    scoped to tonight and confirmed, are what the summary lists."""
+    if pp('verdict', '--help').returncode != 0:
+        pytest.skip('this checkout has no `postprocess verdict` command (issue 11)')
+    findings = synthetic_findings(tmp_path)
+    checks = sorted({f['check'] for f in findings if f.get('scope', 'series') == 'series'})
+    run = make_run(tmp_path, findings, cases_for(findings))
+    proc = pp('verdict', '--detect', run / 'post' / 'detect.json', '--report', run / 'report.json',
+              '--json', run / 'post' / 'verdict.json')
+    assert proc.returncode in (0, 3), proc.stderr
+    doc = json.loads((run / 'post' / 'verdict.json').read_text())
+    shown = [f for f in doc['findings'] if f['status'] in ('regression', 'unconfirmed')]
+    proc = pp('summary', '--run', run)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f'ioregress: {len(checks)} checks: {len(checks)} passed, 0 failed, 0 skipped'
+    listed = [line for line in lines if line.startswith('  ')]
+    assert len(listed) == len(shown) + sum(f.get('scope') == 'system' for f in doc['findings'])
+    for f in shown:
+        expected = f.get('expected_median', f['history_median'])
+        assert any(f'{f["change"]:+.1%}' in line and f'vs {expected:.4g}' in line
+                   for line in listed)
+    # the document wins over detect.json: drop its findings and nothing is listed any more
+    doc['findings'] = []
+    (run / 'post' / 'verdict.json').write_text(json.dumps(doc))
+    assert 'nothing needs attention' in pp('summary', '--run', run).stdout

@@ -1,0 +1,252 @@
+"""The nightly verdict (postprocess/detect/suite.py, verdict.py): the night judged as a whole.
+
+Histories are simulated run records (lognormal repetitions, fixed seeds) fed through the real
+History and detector; the CLI tests run `python -m postprocess detect|verdict` on perflogs in the
+ReFrame format. Rates over many trials are measured by bench/detection.py, not here.
+"""
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from postprocess.common.stats import hodges_lehmann, holm, moderated_variances  # noqa: E402
+from postprocess.detect import verdict  # noqa: E402
+from postprocess.detect.series import mann_whitney  # noqa: E402
+from postprocess.detect.suite import detect  # noqa: E402
+from postprocess.history.perflog import read_perflogs  # noqa: E402
+from postprocess.history.store import History  # noqa: E402
+
+SYNTH = REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic'
+MiB = 2 ** 20
+START = datetime.datetime(2026, 3, 1, 2, 0, tzinfo=datetime.timezone.utc)
+
+
+def night_of(i):
+    return (START + datetime.timedelta(days=i)).date().isoformat()
+
+
+def runs_for(nights, checks=40, reps=10, cv=0.15, seed=1, factor=lambda night, check, phase: 1.0,
+             start=START, session=None):
+    """Run records of ``checks`` checks + fio for ``nights`` nights (write and read)."""
+    rng = np.random.default_rng(seed)
+    sigma = math.sqrt(math.log1p(cv * cv))
+    medians = np.exp(rng.uniform(np.log(100), np.log(2000), checks + 1))
+    out = []
+    for night in nights:
+        when = start + datetime.timedelta(days=night)
+        for c in range(checks + 1):
+            params = ('backend=fio,bs=1M,mode=seq,pattern=fio,ranks=1,size=64MiB,stripe=default'
+                      if c == 0 else f'backend=posix,mode=fpp,pattern=benchio,ranks=2,size={c}')
+            name = 'BaselineFio' if c == 0 else f'Sim %id={c}'
+            reps_d = {}
+            for phase in ('write', 'read'):
+                bw = medians[c] * factor(night, c, phase) * np.exp(rng.normal(0, sigma, reps))
+                reps_d[phase] = [(16.0 * MiB, 16.0 / b) for b in bw]
+            out.append({'time': when + datetime.timedelta(seconds=10 * c), 'system': 'sim',
+                        'partition': 'p1', 'environ': 'gnu', 'check': name, 'params': params,
+                        'param_dict': dict(kv.split('=') for kv in params.split(',')),
+                        'jobid': str(c), 'result': 'pass', 'reps': reps_d, 'provenance': {},
+                        'perf': {}, 'reframe': '', 'session': session, 'source': 'test'})
+    return out
+
+
+def flags(findings, night=None):
+    return [f for f in findings if f['status'] in ('regression', 'improvement')
+            and (night is None or f['night'] == night)]
+
+
+# ---- statistics from the field ------------------------------------------------------------------
+
+def test_mann_whitney_is_scipys_asymptotic_test():
+    x, y = [1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 3.5, 8.0]
+    u, z, p = mann_whitney(x, y)
+    ref = stats.mannwhitneyu(x, y, method='asymptotic', use_continuity=True)
+    assert u == 1.0 == ref.statistic and p == pytest.approx(ref.pvalue)
+    assert z < 0 and 2 * stats.norm.sf(abs(z)) == pytest.approx(p)
+
+
+def test_hodges_lehmann_is_the_median_of_walsh_averages_and_ignores_a_burst():
+    x = [1.0, 2.0, 4.0, 7.0]
+    walsh = sorted((x[i] + x[j]) / 2 for i in range(4) for j in range(i, 4))
+    assert hodges_lehmann(x) == pytest.approx(float(np.median(walsh)))
+    calm = np.log([100, 101, 99, 100, 102, 98, 100, 99])
+    assert abs(hodges_lehmann(np.append(calm, np.log(5.0))) - hodges_lehmann(calm)) < 0.01
+
+
+def test_holm_controls_the_family_not_each_test():
+    p = [0.001, 0.01, 0.03, 0.5]
+    assert list(holm(p, 0.05)) == [True, True, False, False]       # 0.03 > 0.05 / 2
+    assert not holm([0.0002] * 1 + [0.5] * 399, 0.05)[0]            # 0.0002 > 0.05 / 400
+    assert holm([0.0001] + [0.5] * 399, 0.05)[0]
+
+
+def test_moderated_variances_shrink_equal_noise_and_keep_different_noise():
+    rng = np.random.default_rng(3)
+    equal = [float(np.var(rng.normal(0, 1, 4), ddof=1)) for _ in range(200)]
+    shrunk, dof = moderated_variances(equal, [3] * 200)
+    assert np.ptp(shrunk) < 0.2 * np.ptp(equal) and dof.min() > 30
+    mixed = [float(np.var(rng.normal(0, s, 40), ddof=1)) for s in [0.1] * 100 + [1.0] * 100]
+    kept, _ = moderated_variances(mixed, [39] * 200)
+    assert np.median(kept[:100]) < 0.1 * np.median(kept[100:])
+
+
+# ---- the night as a whole -----------------------------------------------------------------------
+
+def test_a_moving_partition_is_one_system_finding_not_many_series():
+    # everything, fio included, 20 % slower from night 12: one `system` regression per phase
+    slow = runs_for(range(14), factor=lambda n, c, p: 0.8 if n >= 12 else 1.0)
+    findings = detect(History(slow))
+    for night in (night_of(12), night_of(13)):
+        tonight = flags(findings, night)
+        assert {(f['scope'], f['phase'], f['status']) for f in tonight} == {
+            ('system', 'write', 'regression'), ('system', 'read', 'regression')}
+        for f in tonight:
+            assert f['since'] == night_of(12) and f['change'] == pytest.approx(-0.2, abs=0.03)
+            assert -0.4 < f['fio_change'] < -0.05             # fio alone: one noisy series
+            assert f['check'] == '*' and f['n'] == 41
+
+
+def test_many_series_judged_as_calmly_as_few():
+    # 200 checks x 2 phases + fio, nothing changes: no flag on any night
+    findings = detect(History(runs_for(range(14), checks=200, seed=7)))
+    assert flags(findings) == []
+
+
+def test_a_drop_is_found_persists_since_its_night_and_clears_when_gone():
+    def factor(n, c, phase):
+        return 0.75 if (c == 5 and phase == 'write' and 10 <= n <= 12) else 1.0
+    findings = detect(History(runs_for(range(16), seed=11, factor=factor)))
+    series = [f for f in findings if f['check'] == 'Sim %id=5' and f['phase'] == 'write']
+    by_night = {f['night']: f for f in series}
+    for n in (10, 11, 12):
+        f = by_night[night_of(n)]
+        assert f['status'] == 'regression' and f['since'] == night_of(10), f
+        assert f['change'] == pytest.approx(-0.25, abs=0.06)
+    # the changed nights never became history: night 12 is judged against nights before 10
+    assert by_night[night_of(12)]['history_nights'] == by_night[night_of(10)]['history_nights']
+    for n in (13, 14, 15):
+        assert by_night[night_of(n)]['status'] == 'ok'
+    assert [f for f in flags(findings) if f['check'] != 'Sim %id=5'] == []
+
+
+def test_detect_is_causal_all_nights_equals_each_nightly():
+    runs = runs_for(range(9), checks=12, reps=5, seed=5,
+                    factor=lambda n, c, p: 0.7 if (c == 3 and n >= 7) else 1.0)
+    every = detect(History(runs))
+    for last in (6, 7, 8):
+        upto = [r for r in runs_for(range(last + 1), checks=12, reps=5, seed=5,
+                                    factor=lambda n, c, p: 0.7 if (c == 3 and n >= 7) else 1.0)]
+        tonight = detect(History(upto), latest_only=True)
+        expect = {(f['check'], f['phase'], f['status'], f['since'], round(f['z'] or 0, 9))
+                  for f in every if f['night'] == night_of(last)}
+        assert {(f['check'], f['phase'], f['status'], f['since'], round(f['z'] or 0, 9))
+                for f in tonight} == expect
+
+
+def test_a_burst_night_is_unconfirmed_by_the_rerun_and_a_real_drop_confirmed():
+    def factor(n, c, phase):
+        if phase == 'write' and n == 12 and c == 4:
+            return 0.5                          # a neighbour's burst: tonight only
+        if phase == 'write' and n == 12 and c == 9:
+            return 0.7                          # a real change: still there at the re-run
+        return 1.0
+    history = runs_for(range(13), seed=21, factor=factor)
+    tonight = [f for f in detect(History([dict(r) for r in history]), latest_only=True)]
+    flagged = {f['check'] for f in flags(tonight)}
+    assert flagged == {'Sim %id=4', 'Sim %id=9'}
+    # the re-run: the two checks, 10 repetitions, two hours later, burst gone, change still on
+    rerun = [r for r in runs_for([12], seed=99, factor=lambda n, c, p: 0.7 if (c == 9 and p ==
+                                                                              'write') else 1.0,
+                                 start=START + datetime.timedelta(hours=2))
+             if r['check'] in flagged]
+    judged = verdict.confirm(history, rerun, tonight)
+    status = {f['check']: (f['status'], f.get('confirmation')) for f in judged
+              if f['check'] in flagged and f['phase'] == 'write'}
+    assert status == {'Sim %id=4': ('unconfirmed', 'not reproduced'),
+                      'Sim %id=9': ('regression', 'confirmed')}
+    doc = verdict.summary(judged, 'done')
+    assert doc['exit'] == 3 and doc['regressions'] == 1 and doc['unconfirmed'] == 1
+
+
+def test_nothing_rerun_keeps_the_flag():
+    history = runs_for(range(13), seed=21, factor=lambda n, c, p: 0.6 if (c == 4 and n == 12) else 1)
+    tonight = detect(History([dict(r) for r in history]), latest_only=True)
+    judged = verdict.confirm(history, [], tonight)
+    assert all(f['confirmation'] == 'not re-run' and f['status'] == 'regression'
+               for f in flags(judged))
+
+
+# ---- the CLI nightly.sh uses ----------------------------------------------------------------------
+
+def pp(*args, cwd=REPO):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop('IOREGRESS_THIS_RUN', None)
+    return subprocess.run([sys.executable, '-m', 'postprocess', *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def report_for(findings):
+    cases = {(f['system'], f['partition'], f['environ'], f['check']) for f in findings
+             if f['scope'] == 'series'}
+    return {'runs': [{'testcases': [
+        {'system': s, 'partition': p, 'environ': e, 'display_name': c, 'name': c,
+         'result': 'pass', 'hashcode': f'{i:08x}'} for i, (s, p, e, c) in enumerate(sorted(cases))]}]}
+
+
+def test_detect_json_has_the_contract_fields():
+    findings = detect(History(read_perflogs(SYNTH)[0]), latest_only=True)
+    for f in findings:
+        assert {'system', 'partition', 'environ', 'check', 'params', 'phase', 'night', 'status',
+                'median', 'history_median', 'change', 'scope', 'since'} <= set(f), f
+        assert f['scope'] in ('series', 'system')
+        assert f['status'] in ('regression', 'improvement', 'ok', 'insufficient history')
+
+
+def test_verdict_cli_exit_status_rerun_list_and_json(tmp_path):
+    det = tmp_path / 'detect.json'
+    proc = pp('detect', '--perflogs', SYNTH, '--json', det)
+    assert proc.returncode == 1                             # the planted regression
+    findings = json.loads(det.read_text())
+    report = tmp_path / 'report.json'
+    report.write_text(json.dumps(report_for(findings)))
+    out, rerun = tmp_path / 'verdict.json', tmp_path / 'rerun.txt'
+    proc = pp('verdict', '--detect', det, '--report', report, '--json', out, '--rerun-list', rerun)
+    assert proc.returncode == 3, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc['status'] == 'regression' and doc['confirmation'] == 'pending'
+    assert [f['phase'] for f in doc['findings'] if f['status'] == 'regression'] == ['write']
+    assert len(rerun.read_text().split()) == 2              # the regression and the improvement
+    assert all(line.startswith('/') for line in rerun.read_text().split())
+    # a run that did not run the flagged check is not failed by it
+    report.write_text(json.dumps({'runs': [{'testcases': []}]}))
+    proc = pp('verdict', '--detect', det, '--report', report, '--json', out)
+    assert proc.returncode == 0 and json.loads(out.read_text())['status'] == 'ok'
+
+
+@pytest.mark.parametrize('args, words', [
+    (['--detect', '{t}/nope.json', '--report', '{t}/r.json', '--json', '{t}/v.json'],
+     "no such detect JSON '{t}/nope.json'"),
+    (['--detect', '{t}/bad.json', '--report', '{t}/r.json', '--json', '{t}/v.json'],
+     "cannot read detect JSON '{t}/bad.json'"),
+    (['--detect', '{t}/d.json', '--report', '{t}/r.json', '--json', '{t}/v.json',
+      '--confirm-perflogs', '{t}'], '--confirm-perflogs needs --perflogs DIR and --system NAME'),
+])
+def test_verdict_bad_input_one_line_exit_2_nothing_written(tmp_path, args, words):
+    (tmp_path / 'bad.json').write_text('{not json')
+    (tmp_path / 'd.json').write_text('[]')
+    (tmp_path / 'r.json').write_text('{"runs": []}')
+    fill = [a.replace('{t}', str(tmp_path)) for a in args]
+    proc = pp('verdict', *fill)
+    assert proc.returncode == 2 and proc.stderr.count('\n') == 1, proc.stderr
+    assert words.replace('{t}', str(tmp_path)) in proc.stderr and 'Traceback' not in proc.stderr
+    assert not (tmp_path / 'v.json').exists()
