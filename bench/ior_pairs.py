@@ -31,16 +31,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_dd_ior import drop_cache, mpirun  # noqa: E402  (same directory)
-
-# iobench backend:mode -> IOR arguments with the same API, file mode and collectiveness
-IOR_ARGS = {
-    "posix:fpp": ["-a", "POSIX", "-F"],
-    "posix:shared": ["-a", "POSIX"],
-    "mpiio:independent": ["-a", "MPIIO"],
-    "mpiio:collective": ["-a", "MPIIO", "-c"],
-    "hdf5:independent": ["-a", "HDF5"],
-    "hdf5:collective": ["-a", "HDF5", "-c"],
-}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'reframe_checks'))
+# one mapping iobench backend:mode -> IOR's arguments, shared with the IOR check
+from iobench_lib.ior_pairs import IOR_API as IOR_ARGS  # noqa: E402
 
 
 def ior_command(ior, api, np_, block, transfer, segments, path, phase, summary):
