@@ -119,7 +119,8 @@ class Suite:
 def cli(*args):
     proc = subprocess.run([sys.executable, '-m', 'postprocess', *args], cwd=REPO,
                           capture_output=True, text=True)
-    if proc.returncode not in (0, 1, 3):
+    # detect: 1 = regressions found; verdict: 3 = red night; anything on stderr else is a fault
+    if proc.returncode not in (0, 1, 3) or 'error' in proc.stderr:
         raise RuntimeError(f'{args[0]} failed ({proc.returncode}): {proc.stderr[-500:]}')
     return proc
 
@@ -139,7 +140,8 @@ def trial(args):
     rng = np.random.default_rng(seed)
     suite = Suite(rng, sc)
     out = {'false_nights': 0, 'false_nights_confirmed': 0, 'system_false': 0, 'system_hit': 0,
-           'series_regressions_d': 0, 'caught': {}, 'since_right': 0, 'since_total': 0}
+           'series_regressions_d': 0, 'caught': {}, 'caught_before': {}, 'since_right': 0,
+           'since_total': 0}
     with tempfile.TemporaryDirectory(prefix='ioregress-replay-') as tmp:
         logdir = os.path.join(tmp, 'perflogs', 'sim', 'default')
         os.makedirs(logdir)
@@ -206,6 +208,11 @@ def _score(suite, night, key, before, after, out):
         out['system_false'] += bool(systems)
     else:
         out['system_false'] += bool(systems)     # f: the rebuild nights (reported, see docs)
+    for f in before:
+        if f['scope'] == 'series' and f['status'] == 'regression' and f['phase'] == 'write':
+            i = index[(f['check'], f['params'])]
+            if i in suite.dropped:
+                out['caught_before'].setdefault(int(i), night)
     for f in after:
         if f['scope'] == 'series' and f['status'] == 'regression' and f['phase'] == 'write':
             i = index[(f['check'], f['params'])]
@@ -246,14 +253,15 @@ def main():
         fc = sum(r['false_nights_confirmed'] for r in res)
         sysf = sum(r['system_false'] for r in res)
         drops = len(res) * N_DROPS
-        by = [sum(sum(1 for n in r['caught'].values() if n <= JUDGED[0] + d) for r in res) / drops
-              for d in range(nj)]
+        by, by0 = ([sum(sum(1 for n in r[c].values() if n <= JUDGED[0] + d) for r in res) / drops
+                    for d in range(nj)] for c in ('caught', 'caught_before'))
         since = sum(r['since_right'] for r in res), sum(r['since_total'] for r in res)
         line = (f'({key}) {SCENARIOS[key]}\n    nights with a false series regression: '
                 f'{fn}/{nights} before confirmation, {fc}/{nights} after;  '
                 f'system findings where nothing moved: {sysf}/{nights}\n'
                 f'    drops flagged: night 1 {by[0]:.0%}, within two {by[1]:.0%}, within three '
-                f'{by[2]:.0%};  since = night {DROP_NIGHT}: {since[0]}/{since[1]}')
+                f'{by[2]:.0%} (before confirmation {by0[0]:.0%}, {by0[1]:.0%}, {by0[2]:.0%});'
+                f'  since = night {DROP_NIGHT}: {since[0]}/{since[1]}')
         if key == 'd':
             hit = sum(r['system_hit'] for r in res)
             sr = sum(r['series_regressions_d'] for r in res)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""IOR against `iobench --pattern ior` with identical parameters: alternating pairs, ratio of medians.
+"""IOR against `iobench --pattern ior` with identical parameters: alternating pairs, median of per-pair ratios.
 
 For each API (posix fpp/shared, mpiio independent/collective, hdf5 independent/collective) and rank
 count, runs N pairs; in pair k the order is iobench-then-IOR for even k, IOR-then-iobench for odd k,
@@ -13,10 +13,22 @@ Cache defeat and process structure are the same on both sides: each tool runs it
 (bench/compare_dd_ior.py's drop_cache); iobench's read run drops the kept files' pages itself too
 and records what stayed resident. IOR does not defeat the page cache on one node by itself.
 
+Modes: on this machine (a VM) one command's write or read can land at ~1500 or ~400 MiB/s, for both
+tools: the guest reports freed memory to the host (virtio_balloon free page reporting, ~2 s after
+the pages are freed) and page cache placed on reported pages pays a host fault per page. Which mode
+a run hits depends on when the previous run freed its pages. `--warm MiB` touches and frees that much
+memory right before each tool process (outside both tools' timing) so that both tools' page cache
+lands on host-backed memory (docs/ior.md, "Measured on this machine"). Each line also shows how many
+of each tool's samples fall into the fast mode (`fast a/b`: samples above the widest gap, when that
+gap is a factor > 1.6 between neighbours in the sorted samples of both tools; "one mode" otherwise)
+and the median ratio over the pairs in which both tools landed in the same mode (`same-mode`, with
+the number of such pairs).
+
 Usage: bench/ior_pairs.py --iobench build/iobench --ior /opt/ior/bin/ior --dir /scratch/x
            [--block 128m] [--transfer 1m] [--segments 2] [--ranks 1,2] [--pairs 5]
-           [--apis posix:fpp,mpiio:collective,...] [--json out.json]
-Prints one line per (api, ranks, phase): medians, the median of the per-pair ratios, and every pair.
+           [--apis posix:fpp,mpiio:collective,...] [--settle S] [--warm MiB] [--json out.json]
+Prints one line per (api, ranks, phase): medians, the median of the per-pair ratios, the modes, and
+every pair.
 """
 import argparse
 import glob
@@ -54,7 +66,20 @@ def iobench_command(iobench, api, np_, block, transfer, segments, dirname, phase
             (["--keep"] if phase == "write" else []))
 
 
+def warm_memory(mib):
+    """Touch and free `mib` MiB right before a tool's process starts (outside its timing). This VM
+    reports free memory to its host (virtio_balloon free page reporting, ~2 s after pages are freed),
+    and page cache placed on reported pages pays a host fault per page: the same command then runs
+    at ~400 instead of ~1500 MiB/s. Freshly freed pages are reused first, so both tools' page cache
+    lands on host-backed memory. 0: off."""
+    if mib > 0:
+        import numpy as np
+        buf = np.ones(mib << 20, dtype=np.uint8)   # every page written
+        del buf
+
+
 def iobench_phase(a, api, np_, phase):
+    warm_memory(a.warm)
     cmd = iobench_command(a.iobench, api, np_, a.block, a.transfer, a.segments, a.dir, phase)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -72,6 +97,7 @@ def run_iobench(a, api, np_):
 
 
 def ior_phase(a, api, np_, phase, tmp):
+    warm_memory(a.warm)
     summary = os.path.join(tmp, f"{phase}.json")
     cmd = ior_command(a.ior, api, np_, a.block, a.transfer, a.segments,
                       os.path.join(a.dir, "pair_ior.dat"), phase, summary)
@@ -94,6 +120,28 @@ def run_ior(a, api, np_, tmp):
     return w, r
 
 
+MODE_GAP = 1.6   # neighbours in the sorted samples further apart than this factor: two modes
+
+
+def mode_threshold(values):
+    """The value splitting two modes (the upper end of the widest gap), or None for one mode."""
+    v = sorted(values)
+    gaps = [(v[i + 1] / v[i], v[i + 1]) for i in range(len(v) - 1) if v[i] > 0]
+    widest = max(gaps, default=(1.0, None))
+    return widest[1] if widest[0] > MODE_GAP else None
+
+
+def mode_summary(pairs_bw):
+    """(fast counts 'a/b' or 'one mode', same-mode median ratio or None, n same-mode pairs)."""
+    thr = mode_threshold([x for p in pairs_bw for x in p])
+    if thr is None:
+        return "one mode", statistics.median(a / b for a, b in pairs_bw), len(pairs_bw)
+    fast = [(a >= thr, b >= thr) for a, b in pairs_bw]
+    same = [a / b for (a, b), (fa, fb) in zip(pairs_bw, fast) if fa == fb]
+    counts = f"fast {sum(f[0] for f in fast)}/{sum(f[1] for f in fast)}"
+    return counts, (statistics.median(same) if same else None), len(same)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iobench", default="build/iobench")
@@ -106,6 +154,8 @@ def main():
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--apis", default=",".join(IOR_ARGS))
     ap.add_argument("--settle", type=float, default=2.0, help="seconds of quiet after sync before each run")
+    ap.add_argument("--warm", type=int, default=0,
+                    help="MiB of memory to touch and free right before each tool process (see warm_memory)")
     ap.add_argument("--json", help="also write every sample here")
     a = ap.parse_args()
     if not a.ior:
@@ -113,8 +163,10 @@ def main():
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     samples = []
-    print(f"# block {a.block}, transfer {a.transfer}, segments {a.segments}, dir {a.dir}, {a.pairs} pairs; MiB/s")
-    print(f"{'api':18} {'np':>2} {'phase':5} {'iobench':>9} {'ior':>9} {'ratio':>6}  pairs (iobench/ior)")
+    print(f"# block {a.block}, transfer {a.transfer}, segments {a.segments}, dir {a.dir}, {a.pairs} pairs, "
+          f"settle {a.settle} s, warm {a.warm} MiB; MiB/s")
+    print(f"{'api':18} {'np':>2} {'phase':5} {'iobench':>9} {'ior':>9} {'ratio':>6}  {'modes':>9} "
+          f"{'same-mode':>11}  pairs (iobench/ior)")
     with tempfile.TemporaryDirectory() as tmp:
         for np_ in [int(x) for x in a.ranks.split(",")]:
             for api in a.apis.split(","):
@@ -133,7 +185,10 @@ def main():
                     mr = statistics.median(p["ior"][i] for p in pairs)
                     ratio = statistics.median(p["iobench"][i] / p["ior"][i] for p in pairs)
                     raw = " ".join(f"{p['iobench'][i]:.0f}/{p['ior'][i]:.0f}" for p in pairs)
-                    print(f"{api:18} {np_:2d} {phase:5} {mi:9.1f} {mr:9.1f} {ratio:6.3f}  {raw}", flush=True)
+                    modes, same, n_same = mode_summary([(p["iobench"][i], p["ior"][i]) for p in pairs])
+                    same_s = f"{same:.3f} ({n_same})" if same is not None else "- (0)"
+                    print(f"{api:18} {np_:2d} {phase:5} {mi:9.1f} {mr:9.1f} {ratio:6.3f}  {modes:>9} "
+                          f"{same_s:>11}  {raw}", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"block": a.block, "transfer": a.transfer, "segments": a.segments, "samples": samples}, f)

@@ -20,6 +20,10 @@ PIP_PACKAGES+=(jinja2==3.1.6 bokeh==3.9.2 tqdm==4.70.1 selenium==4.40.0)   # sel
 PIP_PACKAGES+=(scipy==1.17.1)
 # Darshan insights (postprocess/darshan/insights.py): Drishti's analysis of every log.
 PIP_PACKAGES+=(drishti-io==0.8)
+# Change points (postprocess/detect/changepoint.py): Apache Otava's E-divisive. Installed without
+# its dependencies: it pins numpy 2.2 / scipy 1.16 for its service parts (BigQuery, Grafana,
+# Slack...), while otava.analysis needs only numpy and scipy.stats, which the lines above pin.
+PIP_NODEPS=(apache-otava==0.8.0)
 
 APT_UPDATED=0
 apt_install() {   # apt-get update at most once per run
@@ -46,8 +50,9 @@ PIP_FLAGS=()
 if [[ -e "$("$PY" -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')/EXTERNALLY-MANAGED" ]]; then
     PIP_FLAGS+=(--break-system-packages)
 fi
-# One interpreter start for all version checks (pip show per package is slow).
-mapfile -t pip_missing < <("$PY" - "${PIP_PACKAGES[@]}" <<'PYEOF'
+# One interpreter start per list for the version checks (pip show per package is slow).
+pip_specs_missing() {
+    "$PY" - "$@" <<'PYEOF'
 import sys
 from importlib import metadata
 for spec in sys.argv[1:]:
@@ -59,10 +64,16 @@ for spec in sys.argv[1:]:
     if have != want:
         print(spec)
 PYEOF
-)
+}
+mapfile -t pip_missing < <(pip_specs_missing "${PIP_PACKAGES[@]}")
 if ((${#pip_missing[@]})); then
     echo "ci/setup.sh: pip install ${pip_missing[*]}"
     "$PY" -m pip install -q "${PIP_FLAGS[@]}" "${pip_missing[@]}"
+fi
+mapfile -t nodeps_missing < <(pip_specs_missing "${PIP_NODEPS[@]}")
+if ((${#nodeps_missing[@]})); then
+    echo "ci/setup.sh: pip install --no-deps ${nodeps_missing[*]}"
+    "$PY" -m pip install -q --no-deps "${PIP_FLAGS[@]}" "${nodeps_missing[@]}"
 fi
 
 # --- optional libraries: the ADIOS2 build (ci/build_adios2.sh) goes here ---

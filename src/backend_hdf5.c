@@ -223,10 +223,13 @@ static int transfer_var(iob_ctx *c, h5_state *s, const iob_var *v, int writing)
         hsize_t n = (hsize_t)(v->xfer / iob_var_elem_bytes(v)), st;
         H5TRY(mspace = H5Screate_simple(1, &n, NULL), "H5Screate_simple(memory, %s)", v->name);
         for (hsize_t k = 0; rc == IOB_OK && k < (hsize_t)v->count[0]; k += n) {
-            char *p = (char *)v->buf + k * (hsize_t)iob_var_elem_bytes(v);
+            int64_t off = (int64_t)k * iob_var_elem_bytes(v);
+            char *p = v->xfer_fill ? v->buf : (char *)v->buf + off; /* one refilled buffer, as IOR's */
             st = (hsize_t)v->start[0] + k;
             H5TRY(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &st, NULL, &n, NULL),
                   "H5Sselect_hyperslab(file, %s, %llu)", v->name, (unsigned long long)st);
+            if (writing && v->xfer_fill)
+                v->xfer_fill(c, v, off);
             errno = 0;
             if (writing) {
                 H5TRY(H5Dwrite(dset, type, mspace, fspace, s->dxpl, p), "H5Dwrite(%s, %s, element %llu)",
@@ -237,6 +240,8 @@ static int transfer_var(iob_ctx *c, h5_state *s, const iob_var *v, int writing)
             } else {
                 H5TRY(H5Dread(dset, type, mspace, fspace, s->dxpl, p), "H5Dread(%s, %s, element %llu)",
                       c->path, v->name, (unsigned long long)st);
+                if (rc == IOB_OK && v->xfer_read)
+                    v->xfer_read(c, v, off);
             }
         }
     } else {
@@ -322,5 +327,5 @@ static const char *const params[] = {"alignment", "meta_block_size", "coll_metad
 const iob_backend iob_backend_hdf5 = {
     .name = "hdf5", .modes = modes, .param_keys = params, .check = check, .files = files,
     .open = h5_open, .write = h5_write, .read = h5_read, .sync = h5_sync, .close = h5_close,
-    .versions = versions,
+    .versions = versions, .one_xfer_buffer = 1,
 };

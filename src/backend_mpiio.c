@@ -58,8 +58,10 @@ static int transfer_xfer(iob_ctx *c, mpiio_state *s, const iob_var *v, int writi
     char call[4400];
     for (int64_t done = 0; done < bytes; done += v->xfer) {
         MPI_Offset off = (MPI_Offset)(v->file_offset + v->start[0] * eb + done);
-        char *p = (char *)v->buf + done;
+        char *p = v->xfer_fill ? v->buf : (char *)v->buf + done; /* one refilled buffer, as IOR's */
         MPI_Status st;
+        if (writing && v->xfer_fill)
+            v->xfer_fill(c, v, done);
         errno = 0;
         int rc = writing ? (coll ? MPI_File_write_at_all(s->fh, off, p, (int)n, el, &st)
                                  : MPI_File_write_at(s->fh, off, p, (int)n, el, &st))
@@ -76,6 +78,8 @@ static int transfer_xfer(iob_ctx *c, mpiio_state *s, const iob_var *v, int writi
         if (got != (int)n)
             return iob_fail(c, "%s: incomplete transfer (MPI_Get_count %d, expected %lld)", call, got,
                             (long long)n);
+        if (!writing && v->xfer_read)
+            v->xfer_read(c, v, done);
     }
     return IOB_OK;
 }
@@ -167,5 +171,5 @@ static const char *const modes[] = {"independent", "collective", NULL};
 static const char *const no_params[] = {NULL};
 const iob_backend iob_backend_mpiio = {
     .name = "mpiio", .modes = modes, .param_keys = no_params, .files = files, .open = mpiio_open,
-    .write = mpiio_write, .read = mpiio_read, .sync = mpiio_sync, .close = mpiio_close,
+    .write = mpiio_write, .read = mpiio_read, .sync = mpiio_sync, .close = mpiio_close, .one_xfer_buffer = 1,
 };

@@ -114,12 +114,40 @@ static int add_run(void *arg, int64_t file_off, void *mem, int64_t bytes)
     return IOB_OK;
 }
 
+/* Pattern ior with one transfer buffer (v->xfer_fill set): refill it before each pwrite, hand it to
+ * xfer_read after each pread, one call of xfer bytes per transfer as IOR's POSIX backend. */
+static int transfer_one_buffer(posix_state *s, const iob_var *v, int64_t file_off)
+{
+    int64_t bytes = v->count[0] * iob_var_elem_bytes(v);
+    for (int64_t done = 0; done < bytes; done += v->xfer) {
+        if (s->writing)
+            v->xfer_fill(s->c, v, done);
+        s->iov[0].iov_base = v->buf;
+        s->iov[0].iov_len = (size_t)v->xfer;
+        s->niov = 1, s->off = file_off + done, s->len = v->xfer;
+        if (flush(s))
+            return IOB_FAIL;
+        if (!s->writing && v->xfer_read)
+            v->xfer_read(s->c, v, done);
+    }
+    return IOB_OK;
+}
+
 static int transfer(iob_ctx *c)
 {
     posix_state *s = c->backend_state;
     int64_t packed = 0;
     for (int i = 0; i < c->nvars; i++) {
         iob_var v = c->vars[i];
+        if (v.xfer_fill) { /* 1-D, no halo: the block is one run */
+            if (s->niov && flush(s))
+                return IOB_FAIL;
+            int64_t off = fpp(c) ? packed : v.file_offset + v.start[0] * iob_var_elem_bytes(&v);
+            packed += v.count[0] * iob_var_elem_bytes(&v);
+            if (transfer_one_buffer(s, &c->vars[i], off))
+                return IOB_FAIL;
+            continue;
+        }
         if (s->niov && (v.xfer ? v.xfer : IOB_POSIX_BATCH) != s->lim && flush(s))
             return IOB_FAIL;
         s->lim = v.xfer ? v.xfer : IOB_POSIX_BATCH;
@@ -160,5 +188,5 @@ static const char *const modes[] = {"fpp", "shared", NULL};
 static const char *const no_params[] = {NULL};
 const iob_backend iob_backend_posix = {
     .name = "posix", .modes = modes, .param_keys = no_params, .files = files, .open = posix_open,
-    .write = transfer, .read = transfer, .sync = posix_sync, .close = posix_close,
+    .write = transfer, .read = transfer, .sync = posix_sync, .close = posix_close, .one_xfer_buffer = 1,
 };

@@ -33,8 +33,10 @@ const char *iob_kv_get(const iob_kvlist *l, const char *key); /* NULL if absent 
 
 typedef enum { IOB_DOUBLE = 0, IOB_INT64 = 1 } iob_dtype;
 
+struct iob_ctx;
+
 /* One variable of a pattern. Element = nfields 8-byte values (nfields > 1: compound, field names). */
-typedef struct {
+typedef struct iob_var {
     char name[64];
     iob_dtype dtype;
     int nfields;                      /* 1 = scalar element; >1 = compound of doubles */
@@ -51,6 +53,12 @@ typedef struct {
                                        * pattern ior; 1-D, no halo, divides the block); 0 = the
                                        * backend's choice. posix, mpiio, hdf5 and sionlib
                                        * (independent) honour it; adios2 buffers puts anyway. */
+    /* Set by pattern ior for a backend with one_xfer_buffer: buf is then ONE buffer of xfer bytes (as
+     * IOR's), xfer_fill(c, v, off) puts the block's bytes at byte offset off into it right before each
+     * write call and xfer_read (may be NULL) looks at them right after each read call. NULL: buf holds
+     * the whole block. */
+    void (*xfer_fill)(struct iob_ctx *c, const struct iob_var *v, int64_t off);
+    void (*xfer_read)(struct iob_ctx *c, const struct iob_var *v, int64_t off);
 } iob_var;
 
 static inline int64_t iob_var_elem_bytes(const iob_var *v) { return 8 * (int64_t)v->nfields; }
@@ -123,6 +131,7 @@ typedef struct {
     int (*sync)(iob_ctx *c);           /* make written data durable (inside the timer) */
     int (*close)(iob_ctx *c);
     void (*versions)(iob_kvlist *out); /* library name -> version string */
+    int one_xfer_buffer;               /* honours iob_var.xfer_fill/xfer_read (posix, mpiio, hdf5) */
 } iob_backend;
 
 const iob_backend *iob_find_backend(const char *name);

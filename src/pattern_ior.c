@@ -19,6 +19,14 @@
  * block of segment s holds (s*ranks*block + r*block)/8 + e + 1, in every backend and in fpp files too,
  * so a kept file can be checked against IOR's offsets by any tool.
  *
+ * Memory, as IOR's: with posix, mpiio and hdf5 (iob_backend.one_xfer_buffer) a rank holds ONE buffer of
+ * `transfer` bytes that the backend has refilled with the transfer's values right before each write
+ * call, inside the timed loop (IOR refills its transfer buffer per call too); the timed read reads into
+ * it and looks at nothing (IOR -r); --verify then re-reads the file through the backend, untimed, and
+ * checks every transfer (IOR -R). Writing from a whole segments*block buffer instead reads the data
+ * from DRAM, not cache, and was measurably slower than IOR. adios2 and sionlib (whole-block puts)
+ * keep one buffer of segments*block bytes, filled before the timer and checked after the read.
+ *
  * --size N: block = N MiB unless --param block=SIZE is given. Params (sizes take k/m/g/t, powers of
  * 1024 as IOR's): block, transfer (default 1m, or block if smaller), segments (default 1).
  */
@@ -31,7 +39,9 @@
 
 typedef struct {
     int64_t block, transfer, segments;
-    int64_t *data;   /* segments*block bytes: this rank's blocks, segment after segment */
+    int one_buffer;  /* the backend refills one transfer buffer per call (xfer_fill) */
+    int64_t *data;   /* one_buffer: `transfer` bytes; else segments*block: the rank's blocks in order */
+    int bad;         /* verify pass: a mismatch was recorded (the first one only) */
 } ior_state;
 
 static const char *const ior_keys[] = {"block", "transfer", "segments", NULL};
@@ -126,6 +136,37 @@ static int ior_check(const iob_opts *o, int nranks, char *err, size_t errlen)
     return sizes(o, nranks, &b, &t, &s, err, errlen);
 }
 
+/* Shared-file byte offset / 8 + 1 of the first word of the transfer at byte `off` of v's block. */
+static int64_t first_value(const iob_var *v, int64_t off)
+{
+    return (v->file_offset + v->start[0] * 8 + off) / 8 + 1;
+}
+
+/* Backend hook before each write call (one_buffer): the transfer's values into the one buffer. */
+static void ior_fill_xfer(iob_ctx *c, const iob_var *v, int64_t off)
+{
+    int64_t *b = v->buf, first = first_value(v, off), n = v->xfer / 8;
+    (void)c;
+    for (int64_t i = 0; i < n; i++)
+        b[i] = first + i;
+}
+
+/* Backend hook after each read call of the verify pass: the first mismatch goes into c->errmsg. The
+ * transfer loop goes on (collective calls must stay matched over ranks); verify reports it. */
+static void ior_check_xfer(iob_ctx *c, const iob_var *v, int64_t off)
+{
+    ior_state *st = c->pattern_state;
+    const int64_t *b = v->buf, first = first_value(v, off), n = v->xfer / 8;
+    for (int64_t i = 0; i < n && !st->bad; i++)
+        if (b[i] != first + i) {
+            st->bad = 1;
+            iob_fail(c, "verify: ior rank %d segment %lld transfer %lld byte %lld: expected %lld, read %lld",
+                     c->io_rank, (long long)(v->file_offset / (c->nranks * st->block)),
+                     (long long)(off / st->transfer), (long long)(i * 8), (long long)(first + i),
+                     (long long)b[i]);
+        }
+}
+
 static int ior_setup(iob_ctx *c)
 {
     ior_state *st = c->pattern_state;
@@ -136,11 +177,19 @@ static int ior_setup(iob_ctx *c)
             return iob_fail(c, "ior: out of memory");
         c->pattern_state = st;
         sizes(c->opt, c->nranks, &st->block, &st->transfer, &st->segments, err, sizeof err);
-        if ((uint64_t)st->segments * (uint64_t)st->block > SIZE_MAX / 2 ||
-            !(st->data = malloc((size_t)(st->segments * st->block))) ||
-            !(c->vars = calloc((size_t)st->segments, sizeof(iob_var))))
-            return iob_fail(c, "ior: cannot allocate %lld segments x %lld bytes for this rank's blocks",
-                            (long long)st->segments, (long long)st->block);
+        const iob_backend *be = iob_find_backend(c->opt->backend);
+        st->one_buffer = be && be->one_xfer_buffer;
+        void *mem = NULL;
+        if (st->one_buffer) { /* page-aligned, as IOR's aligned_buffer_alloc */
+            if (posix_memalign(&mem, 4096, (size_t)st->transfer))
+                mem = NULL;
+        } else if ((uint64_t)st->segments * (uint64_t)st->block <= SIZE_MAX / 2) {
+            mem = malloc((size_t)(st->segments * st->block));
+        }
+        if (!(st->data = mem) || !(c->vars = calloc((size_t)st->segments, sizeof(iob_var))))
+            return iob_fail(c, "ior: cannot allocate %lld bytes for this rank's %s",
+                            (long long)(st->one_buffer ? st->transfer : st->segments * st->block),
+                            st->one_buffer ? "transfer buffer" : "blocks");
         c->nvars = (int)st->segments;
     }
     int64_t P = c->nranks, r = c->io_rank, n = st->block / 8;
@@ -154,9 +203,10 @@ static int ior_setup(iob_ctx *c)
         v->gdims[0] = P * n;
         v->start[0] = r * n;
         v->count[0] = v->mdims[0] = n;
-        v->buf = st->data + s * n;
+        v->buf = st->one_buffer ? st->data : st->data + s * n;
         v->file_offset = s * P * st->block;
         v->xfer = st->transfer;
+        v->xfer_fill = st->one_buffer ? ior_fill_xfer : NULL;
     }
     return IOB_OK;
 }
@@ -171,6 +221,10 @@ static void ior_fill(iob_ctx *c)
 {
     ior_state *st = c->pattern_state;
     int64_t n = st->block / 8;
+    if (st->one_buffer) { /* the backend refills per transfer; touch the pages now, outside the timer */
+        ior_fill_xfer(c, &c->vars[0], 0);
+        return;
+    }
     for (int64_t s = 0; s < st->segments; s++)
         for (int64_t e = 0; e < n; e++)
             st->data[s * n + e] = ior_value(st, c->nranks, c->io_rank, s, e);
@@ -179,14 +233,40 @@ static void ior_fill(iob_ctx *c)
 static void ior_clear(iob_ctx *c)
 {
     ior_state *st = c->pattern_state;
-    for (int64_t i = 0; i < st->segments * (st->block / 8); i++)
+    int64_t words = st->one_buffer ? st->transfer / 8 : st->segments * (st->block / 8);
+    for (int64_t i = 0; i < words; i++)
         st->data[i] = -1; /* never a file value (those are >= 1) */
+}
+
+/* IOR -R: read the file again through the backend (untimed) and check every transfer. All ranks. */
+static int ior_verify_reread(iob_ctx *c)
+{
+    ior_state *st = c->pattern_state;
+    const iob_backend *be = iob_find_backend(c->opt->backend);
+    int rc = be->open(c, 0), any = 0, opened = rc == IOB_OK;
+    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, c->comm);
+    st->bad = 0;
+    for (int s = 0; s < c->nvars; s++)
+        c->vars[s].xfer_read = ior_check_xfer;
+    if (any == IOB_OK) {
+        rc = be->read(c);
+        MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, c->comm);
+    }
+    if (opened)
+        rc |= be->close(c);
+    for (int s = 0; s < c->nvars; s++)
+        c->vars[s].xfer_read = NULL;
+    if (rc == IOB_OK && any != IOB_OK) /* another rank failed: the driver reports its message */
+        return iob_fail(c, "verify: ior re-read failed on another rank");
+    return rc == IOB_OK && !st->bad ? IOB_OK : IOB_FAIL;
 }
 
 static int ior_verify(iob_ctx *c)
 {
     ior_state *st = c->pattern_state;
     int64_t n = st->block / 8;
+    if (st->one_buffer)
+        return ior_verify_reread(c);
     for (int64_t s = 0; s < st->segments; s++)
         for (int64_t e = 0; e < n; e++) {
             int64_t want = ior_value(st, c->nranks, c->io_rank, s, e), got = st->data[s * n + e];

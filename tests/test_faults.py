@@ -130,14 +130,24 @@ def run_dirs(results):
     (signal.SIGKILL, 'reframe', 'session'),      # OOM killer / CI hard kill of the whole tree
     (signal.SIGTERM, 'postprocess', 'session'),  # CI cancel while detect/report run
     (signal.SIGKILL, 'postprocess', 'session'),
+    # night 4: one check 5x slower, flagged, so the nightly re-runs it to confirm
+    (signal.SIGTERM, 'confirmation', 'session'),
+    (signal.SIGKILL, 'confirmation', 'session'),
 ])
 def test_nightly_killed_leaves_history_and_next_night_ignores_it(fake, tmp_path, sig, stage, whom):
     results = tmp_path / 'results'
     seed_history(fake, results, [1, 2, 3])
     before = perflog_bytes(results)
     out = tmp_path / 'killed.out'
-    proc = start_nightly(fake, results, 4, out, FAKE_SLEEP=1.5 if stage == 'reframe' else 0)
-    wait_for(out, 'line 2 written' if stage == 'reframe' else 'nightly.sh: postprocess ')
+    extra = {'reframe': {'FAKE_SLEEP': 1.5}, 'postprocess': {},
+             'confirmation': {'FAKE_SCALE': 0.2, 'FAKE_SCALE_MATCH': 'posix:fpp',
+                              'FAKE_CONFIRM_SLEEP': 60}}[stage]
+    proc = start_nightly(fake, results, 4, out, **extra)
+    wait_for(out, {'reframe': 'line 2 written', 'postprocess': 'nightly.sh: postprocess ',
+                   'confirmation': 'confirmation: re-running'}[stage])
+    if stage == 'confirmation':
+        wait_for(next((results / 'runs').iterdir()) / 'confirm' / 'reframe.out',
+                 'confirmation re-run')
     if whom == 'pid':
         os.kill(proc.pid, sig)
     else:

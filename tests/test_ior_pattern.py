@@ -11,6 +11,7 @@ is compared with iobench's too, and the HDF5 files' datasets with IOR's.
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -149,3 +150,65 @@ def test_owner_of_every_transfer_matches_iors_own_file(run_iobench, tmp_path, fp
         owner_iob = ((a[:: XFER // 8] - 1) * 8 % (np_ * BLOCK)) // BLOCK   # per transfer
         owner_ior = b[:: XFER // 8] >> 32
         assert np.array_equal(owner_iob, owner_ior.astype(np.int64)), (mine, theirs)
+
+
+def _word_offset_in_file(path, value):
+    """Byte offset of the one 8-byte little-endian word holding `value` in a file (HDF5: inside a
+    dataset; the values are unique in the data and checked to be unique in the file)."""
+    raw = np.fromfile(path, dtype=np.uint8)
+    words = np.lib.stride_tricks.sliding_window_view(raw, 8)
+    hits = np.flatnonzero((words == np.frombuffer(np.int64(value).tobytes(), np.uint8)).all(axis=1))
+    assert hits.size == 1, (path, value, hits[:5])
+    return int(hits[0])
+
+
+@pytest.mark.parametrize("backend, mode", [("posix", "shared"), ("posix", "fpp"), ("mpiio", "independent"),
+                                           ("mpiio", "collective"), ("hdf5", "independent"),
+                                           ("hdf5", "collective")])
+def test_verify_rereads_untimed_and_names_the_bad_transfer(run_iobench, iobench_backends, tmp_path, backend,
+                                                           mode):
+    """One transfer buffer: the timed read looks at nothing (IOR -r), --verify (the default) re-reads the file through
+    the backend and checks every transfer (IOR -R), naming rank, segment, transfer and byte."""
+    if backend not in iobench_backends:
+        pytest.skip(f"{backend} not built")
+    np_, r, s, k, word = 2, 1, 2, 3, 5
+    proc, _ = run_iobench(ior_args(backend, mode, tmp_path, "--keep", "--name", "v", "--phase", "write"), np=np_)
+    assert proc.returncode == 0, proc.stderr
+    path = tmp_path / ("v.rep0.1" if mode == "fpp" else "v.rep0")
+    want = int(expected_transfer(np_, r, s, k)[word])
+    at = _word_offset_in_file(path, want)
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write(np.int64(-7).tobytes())
+    proc, doc = run_iobench(ior_args(backend, mode, tmp_path, "--keep", "--name", "v", "--phase", "read",
+                                     "--no-verify"), np=np_)
+    assert proc.returncode == 0 and doc["repetitions"][0]["read"]["verified"] is False, proc.stderr
+    proc, doc = run_iobench(ior_args(backend, mode, tmp_path, "--keep", "--name", "v", "--phase", "read",
+                                     "--verify"), np=np_)
+    assert proc.returncode == 1 and doc["status"] != "ok", proc.stderr
+    msg = f"verify: ior rank {r} segment {s} transfer {k} byte {word * 8}: expected {want}, read -7"
+    assert msg in doc["error"], doc["error"]
+
+
+def test_a_rank_holds_one_transfer_buffer_not_its_blocks(iobench, tmp_path):
+    """256 MiB per rank written and read back verified; the rank's peak memory stays far below it
+    (one 1 MiB buffer as IOR's; before, it held all its segments*block bytes)."""
+    args = ["--backend", "posix", "--mode", "fpp", "--pattern", "ior", "--param", "block=128m",
+            "--param", "transfer=1m", "--param", "segments=2", "--dir", str(tmp_path), "--verify"]
+    probe = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True); "
+             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", probe] + mpirun_cmd(1) + [iobench] + args,
+                         capture_output=True, text=True, timeout=300).stdout.split()
+    rc, peak_kib = int(out[0]), int(out[1])
+    assert rc == 0
+    assert peak_kib < 96 * 1024, f"peak RSS {peak_kib} KiB for 256 MiB per rank"
+
+
+def test_bench_splits_two_modes_and_pairs_within_one():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    import ior_pairs
+    pairs = [(404, 1760), (1675, 409), (1559, 1564), (428, 1739), (1570, 1571)]
+    counts, same, n = ior_pairs.mode_summary(pairs)
+    assert counts == "fast 3/4" and n == 2 and same == pytest.approx((1559 / 1564 + 1570 / 1571) / 2)
+    counts, same, n = ior_pairs.mode_summary([(1330, 1390), (1286, 1482), (1300, 1350)])
+    assert counts == "one mode" and n == 3 and same == pytest.approx(1330 / 1390)   # median of all

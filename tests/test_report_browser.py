@@ -161,3 +161,24 @@ def test_no_js_errors_no_network_no_horizontal_scroll(site, browser):
     # the interactive figures rendered (Bokeh draws into canvases)
     assert browser.execute_script("return Array.from(document.querySelectorAll('figure.plot'))"
                                   ".every(f => f.getBoundingClientRect().height > 150)")
+
+
+def test_hostile_check_name_reads_as_written_in_the_interactive_title(browser, tmp_path):
+    """Bokeh escapes its document itself and shows titles as text: the report hands it the raw
+    name, so the title reads exactly as the perflog wrote it (no '&lt;' or '&amp;amp;' shown)."""
+    hostile = 'BenchIO <b>x</b> & "y" &lt;z'
+    logs = tmp_path / 'perflogs'
+    shutil.copytree(SYNTH, logs)
+    log = logs / 'synthetic' / 'p1' / 'BenchIO.log'
+    lines = log.read_text().splitlines(keepends=True)
+    first = lines[1].split('|')[2]
+    log.write_text(''.join(lines).replace(f'|{first}|', f'|{hostile}|'))
+    out = tmp_path / 'out'
+    proc = pp('report', '--perflogs', logs, '-o', out, '--max-history-plots', '2')
+    assert proc.returncode == 0, proc.stderr
+    open_page(browser, out / 'index.html')
+    titles = browser.execute_script(
+        "return Bokeh.documents.flatMap(d => d.roots()).filter(r => r.title)"
+        ".map(r => r.title.text)")
+    assert {f'{hostile} · write', f'{hostile} · read'} & set(titles), titles
+    assert not any('&lt;' in t.replace('&lt;z', '') or '&amp;' in t for t in titles)

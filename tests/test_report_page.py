@@ -2,6 +2,7 @@
 graceful degradation when the issue-11 fields or the Darshan index are absent."""
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -120,3 +121,37 @@ def test_report_bad_input_one_line_nothing_written(tmp_path, args, message):
     assert len(lines) == 1 and lines[0].startswith(
         'python -m postprocess report: error: ' + message.format(t=tmp_path)), proc.stderr
     assert not out.exists()
+
+
+def test_report_with_findings_does_not_detect_and_circles_the_nights_since_a_change(tmp_path):
+    """The nightly report reuses detect's JSON (no second detection: what made warm reports slow);
+    a change that persists circles every night since it began, as detection night by night."""
+    from postprocess.cli import build_parser
+    from postprocess.history import inputs
+    from postprocess.report.build import flags_from_findings
+    findings = synthetic_findings(tmp_path)          # each series' latest night
+    history = inputs.load_history(build_parser().parse_args(['ingest', '--perflogs', str(SYNTH)]))
+    flagged = next(f for f in findings if f['status'] == 'regression' and f['scope'] == 'series')
+    nights = sorted({s['night'] for s in history.sessions})
+    planted = next(f for f in findings if f['status'] == 'ok' and f['scope'] == 'series'
+                   and f['night'] == nights[-1])
+    planted.update(status='improvement', since=nights[-3], change=0.4)   # not detection's
+    (tmp_path / 'given.json').write_text(json.dumps(findings))
+    code = ('import sys; import postprocess.detect.suite as s; s.detect = None; '
+            'from postprocess.cli import main; sys.exit(main())')
+    out = tmp_path / 'out'
+    proc = subprocess.run([sys.executable, '-c', code, 'report', '--perflogs', str(SYNTH), '-o',
+                           str(out), '--findings', str(tmp_path / 'given.json'),
+                           '--max-history-plots', '4'], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr       # detection would have failed: it is None
+    page = (out / 'index.html').read_text()
+    assert page.count('data-status="improvement"') == sum(f['status'] == 'improvement'
+                                                          for f in findings) >= 1
+    key = lambda f: (f['system'], f['partition'], f['environ'], f['check'], f['params'],
+                     f['phase'])
+    circled = flags_from_findings(findings, history, {key(flagged), key(planted)})
+    assert sorted(f['night'] for f in circled if key(f) == key(planted)) == nights[-3:]
+    assert all(f['status'] == 'improvement' for f in circled if key(f) == key(planted))
+    assert [f['night'] for f in circled if key(f) == key(flagged)][0] == flagged['night']
+    assert not flags_from_findings(findings, history, set())

@@ -6,6 +6,7 @@ ReFrame format. Rates over many trials are measured by bench/detection.py, not h
 """
 import datetime
 import json
+from collections import Counter
 import math
 import os
 import subprocess
@@ -14,14 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from postprocess.common.stats import hodges_lehmann, holm, moderated_variances  # noqa: E402
 from postprocess.detect import verdict  # noqa: E402
-from postprocess.detect.series import mann_whitney  # noqa: E402
+from postprocess.detect.changepoint import change_start  # noqa: E402
 from postprocess.detect.suite import detect  # noqa: E402
 from postprocess.history.perflog import read_perflogs  # noqa: E402
 from postprocess.history.store import History  # noqa: E402
@@ -36,11 +36,14 @@ def night_of(i):
 
 
 def runs_for(nights, checks=40, reps=10, cv=0.15, seed=1, factor=lambda night, check, phase: 1.0,
-             start=START, session=None):
-    """Run records of ``checks`` checks + fio for ``nights`` nights (write and read)."""
+             start=START, session=None, noise_seed=None):
+    """Run records of ``checks`` checks + fio for ``nights`` nights (write and read). ``seed``
+    fixes the checks' medians (and the noise, unless ``noise_seed``: a re-run's fresh draw)."""
     rng = np.random.default_rng(seed)
     sigma = math.sqrt(math.log1p(cv * cv))
     medians = np.exp(rng.uniform(np.log(100), np.log(2000), checks + 1))
+    if noise_seed is not None:
+        rng = np.random.default_rng(noise_seed)
     out = []
     for night in nights:
         when = start + datetime.timedelta(days=night)
@@ -66,14 +69,6 @@ def flags(findings, night=None):
 
 
 # ---- statistics from the field ------------------------------------------------------------------
-
-def test_mann_whitney_is_scipys_asymptotic_test():
-    x, y = [1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 3.5, 8.0]
-    u, z, p = mann_whitney(x, y)
-    ref = stats.mannwhitneyu(x, y, method='asymptotic', use_continuity=True)
-    assert u == 1.0 == ref.statistic and p == pytest.approx(ref.pvalue)
-    assert z < 0 and 2 * stats.norm.sf(abs(z)) == pytest.approx(p)
-
 
 def test_hodges_lehmann_is_the_median_of_walsh_averages_and_ignores_a_burst():
     x = [1.0, 2.0, 4.0, 7.0]
@@ -107,9 +102,12 @@ def test_a_moving_partition_is_one_system_finding_not_many_series():
     slow = runs_for(range(14), factor=lambda n, c, p: 0.8 if n >= 12 else 1.0)
     findings = detect(History(slow))
     for night in (night_of(12), night_of(13)):
-        tonight = flags(findings, night)
-        assert {(f['scope'], f['phase'], f['status']) for f in tonight} == {
-            ('system', 'write', 'regression'), ('system', 'read', 'regression')}
+        tonight = [f for f in flags(findings, night) if f['scope'] == 'system']
+        assert {(f['phase'], f['status']) for f in tonight} == {
+            ('write', 'regression'), ('read', 'regression')}
+        # the series are judged after the common factor: at most the screen's stray flag
+        # (alpha 0.1 a night, for the re-run to clear), not 82 series regressions
+        assert len(flags(findings, night)) - len(tonight) <= 1
         for f in tonight:
             assert f['since'] == night_of(12) and f['change'] == pytest.approx(-0.2, abs=0.03)
             assert -0.4 < f['fio_change'] < -0.05             # fio alone: one noisy series
@@ -117,9 +115,23 @@ def test_a_moving_partition_is_one_system_finding_not_many_series():
 
 
 def test_many_series_judged_as_calmly_as_few():
-    # 200 checks x 2 phases + fio, nothing changes: no flag on any night
-    findings = detect(History(runs_for(range(14), checks=200, seed=7)))
-    assert flags(findings) == []
+    # 200 checks x 2 phases + fio, nothing changes. Detection flags a night at most at its family
+    # rate (the screen's alpha: a stray flag, never a burst of them), and the nightly's re-run,
+    # a fresh draw with 10 repetitions, does not reproduce it: no night ends red.
+    history = runs_for(range(14), checks=200, seed=7)
+    findings = detect(History([dict(r) for r in history]))
+    strays = flags(findings)
+    per_night = Counter(f['night'] for f in strays)
+    assert max(per_night.values(), default=0) <= 2, strays        # never a burst of flags
+    for night in sorted({f['night'] for f in strays}):
+        n = next(i for i in range(14) if night_of(i) == night)
+        upto = [r for r in history if r['time'].date().isoformat() <= night]
+        tonight = [f for f in findings if f['night'] == night]
+        rerun = [r for r in runs_for([n], checks=200, seed=7, noise_seed=1000 + n,
+                                     start=START + datetime.timedelta(hours=2))
+                 if r['check'] in {f['check'] for f in flags(tonight)}]
+        judged = verdict.confirm(upto, rerun, tonight)
+        assert verdict.summary(judged, 'done')['regressions'] == 0, flags(judged)
 
 
 def test_a_drop_is_found_persists_since_its_night_and_clears_when_gone():
@@ -136,7 +148,27 @@ def test_a_drop_is_found_persists_since_its_night_and_clears_when_gone():
     assert by_night[night_of(12)]['history_nights'] == by_night[night_of(10)]['history_nights']
     for n in (13, 14, 15):
         assert by_night[night_of(n)]['status'] == 'ok'
-    assert [f for f in flags(findings) if f['check'] != 'Sim %id=5'] == []
+    # one series' change does not leak into the others through the common factor; elsewhere
+    # only the family rate's strays (alpha a night, for the re-run to clear)
+    others = [f for f in flags(findings) if f['check'] != 'Sim %id=5']
+    assert not [f for f in others if f['phase'] == 'write'
+                and f['night'] in (night_of(10), night_of(11), night_of(12))], others
+    assert max(Counter(f['night'] for f in others).values(), default=0) <= 2, others
+
+
+def test_change_points_name_the_start_not_the_suspect_night_before_it():
+    # levels of a flagged series: steady, one low night (9) that the test's window reached back
+    # to, the real step from night 10; Otava's E-divisive names 10
+    rng = np.random.default_rng(4)
+    levels = {u: float(x) for u, x in enumerate(rng.normal(0.0, 0.03, 12))}
+    levels[9] = -0.08
+    levels.update({u: -0.25 + float(rng.normal(0, 0.03)) for u in (10, 11, 12)})
+    assert change_start(levels, 12, -1, fallback=9) == 10
+    # no step the flagged way inside the window: the window's start stays
+    assert change_start(levels, 12, +1, fallback=9) == 9
+    flat = {u: float(x) for u, x in enumerate(rng.normal(0.0, 0.03, 12))}
+    assert change_start(flat, 11, -1, fallback=11) == 11
+    assert change_start({0: 0.0, 1: -0.3}, 1, -1, fallback=1) == 1     # too short to split
 
 
 def test_detect_is_causal_all_nights_equals_each_nightly():
@@ -165,7 +197,7 @@ def test_a_burst_night_is_unconfirmed_by_the_rerun_and_a_real_drop_confirmed():
     flagged = {f['check'] for f in flags(tonight)}
     assert flagged == {'Sim %id=4', 'Sim %id=9'}
     # the re-run: the two checks, 10 repetitions, two hours later, burst gone, change still on
-    rerun = [r for r in runs_for([12], seed=99, factor=lambda n, c, p: 0.7 if (c == 9 and p ==
+    rerun = [r for r in runs_for([12], seed=21, noise_seed=99, factor=lambda n, c, p: 0.7 if (c == 9 and p ==
                                                                               'write') else 1.0,
                                  start=START + datetime.timedelta(hours=2))
              if r['check'] in flagged]

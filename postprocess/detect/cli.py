@@ -109,11 +109,14 @@ def latest_per_series(findings):
 
 
 def run(args):
-    from postprocess.detect.suite import detect
+    from postprocess.detect.suite import DEFAULTS, detect
     if args.window < 1:
         from postprocess.common.errors import UsageError
         raise UsageError(f"--window must be >= 1, got '{args.window}'")
-    history = inputs.load_history(args)
+    # tonight's verdict needs each system's last `horizon` nights only (detect/suite.py), so only
+    # those are read out of the cache: years of history cost what two months do
+    history = inputs.load_history(args, last_nights=None if args.all_nights
+                                  else DEFAULTS['horizon'])
     findings = detect(history, value=args.value, window=args.window,
                       latest_only=not args.all_nights)
     if args.value == 'efficiency' and not findings:

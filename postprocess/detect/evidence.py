@@ -5,10 +5,10 @@ import functools
 import math
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from postprocess.common.stats import (hl_var_factor, hodges_lehmann, mad_sd, moderated_variances,
-                                      winsorized_sd)
+                                      small_median, winsorized_sd)
 
 
 class Track:
@@ -72,7 +72,7 @@ def robust_var(x):
     x = np.asarray(x, dtype=float)
     if x.size < 2:
         return 0.0
-    med = float(np.median(x))
+    med = small_median(x)
     sd = mad_sd(x)
     if sd > 0:
         x = np.clip(x, med - 3 * sd, med + 3 * sd)
@@ -81,7 +81,8 @@ def robust_var(x):
 
 @functools.lru_cache(maxsize=None)
 def chi2_limit(dof):
-    return float(stats.chi2.ppf(0.99, max(dof, 1)) / max(dof, 1))
+    # chi2.ppf(0.99) through the special function under it: scipy.stats costs ~1 s to import
+    return float(special.chdtri(max(dof, 1), 1.0 - 0.99) / max(dof, 1))
 
 
 class NightJudge:
@@ -122,11 +123,10 @@ class NightJudge:
         return est, z, dof
 
 
-def t_tails(z, dof, candidates):
-    """One-sided p values (regression, improvement), Bonferroni over the pooling candidates."""
+def t_tails(z, dof):
+    """One-sided p values (regression, improvement) of a Student t statistic."""
     lower = float(special.stdtr(dof, z))           # Student t cdf (the ufunc under stats.t)
-    return min(1.0, candidates * lower), min(1.0, candidates * (1.0 - lower if z < 0 else
-                                                                 float(special.stdtr(dof, -z))))
+    return lower, (1.0 - lower if z < 0 else float(special.stdtr(dof, -z)))
 
 
 def continue_change(track, t, levels, tester, night):
@@ -148,29 +148,35 @@ def continue_change(track, t, levels, tester, night):
 
 
 def fresh_evidence(track, t, levels, tester, night):
-    """Tonight (and the nights since a suspected change) vs the clean history, or None."""
+    """Tonight, pooled with the nights just before it that were already suspect, vs the clean
+    history; or None.
+
+    The window is fixed by a rule, not searched: back from tonight over consecutive nights whose
+    own z had tonight's sign and at least ``suspect_z`` (up to ``pool_nights`` in all). One test
+    per series and night, so no multiplicity over windows; what the rule's look at earlier nights
+    costs in false alarms is measured by bench/detection.py and caught by the confirmation re-run.
+    """
     opt = night.opt
     hist = night.clean_before(track, t, levels)
     if len(hist) < opt['min_nights']:
         return None
     est, z, dof = tester(track, [t], hist, levels)
     track.z[t] = z
-    best = {'k': t, 'est': est, 'z': z, 'dof': dof, 'hist': hist, 'new': [t], 'cands': 1}
+    k = t
     for back in range(1, opt['pool_nights']):
-        k = t - back
-        zk = track.z.get(k)
-        if k not in levels or k in track.excluded or zk is None or zk * z <= 0 \
-                or abs(zk) < opt['suspect_z']:
+        u = t - back
+        zu = track.z.get(u)
+        if u not in levels or u in track.excluded or zu is None or zu * z <= 0 \
+                or abs(zu) < opt['suspect_z'] \
+                or len(night.clean_before(track, u, levels)) < opt['min_nights']:
             break
-        hist_k = night.clean_before(track, k, levels)
-        if len(hist_k) < opt['min_nights']:
-            break
-        new = [u for u in range(k, t + 1) if u in levels]
-        e2, z2, d2 = tester(track, new, hist_k, levels)
-        best['cands'] += 1
-        if special.stdtr(d2, -abs(z2)) < special.stdtr(best['dof'], -abs(best['z'])):
-            best.update(k=k, est=e2, z=z2, dof=d2, hist=hist_k, new=new)
-    return best
+        k = u
+    if k == t:
+        return {'k': t, 'est': est, 'z': z, 'dof': dof, 'hist': hist, 'new': [t]}
+    hist = night.clean_before(track, k, levels)
+    new = [u for u in range(k, t + 1) if u in levels]
+    est, z, dof = tester(track, new, hist, levels)
+    return {'k': k, 'est': est, 'z': z, 'dof': dof, 'hist': hist, 'new': new}
 
 
 def within_noise(night, present, span):

@@ -11,44 +11,61 @@ Per system, nights in order (a night = every session of the system that started 
    splits them into series effects + a night factor c (fio baseline included). What moved every
    series together is judged once, as a finding of scope ``system``; series are judged on their
    residual r = level - c.
-3. Evidence. A series' residual tonight (or pooled over the nights since a suspected change, up to
-   ``pool_nights``) is compared with the mean of its clean history (the last ``window`` nights not
-   inside a detected change), Student t tails; extra night-to-night variance is counted when the
-   history clearly shows it. With >= 30 series the night's own spread of z (empirical null) widens
-   the scale if the model is too optimistic.
-4. Suite error rate. Holm's step-down over all fresh tests of the system that night, one family
-   per direction: the chance of any false regression on a night stays <= ``alpha`` whatever the
-   number of series (400 series are judged as calmly as 4); improvements at ``alpha_improvement``.
-   Holm, not Benjamini-Hochberg: the goal is no false alarm on a night (family-wise), and BH lets
-   false flags ride along with every true one.
-5. Persistence. A detected change stays (status regression/improvement, ``since`` = the night it
-   began) while tonight is closer to the changed level than to the old one; its nights never join
-   the history that judges it.
+3. Evidence. A series' residual tonight, pooled with the consecutive nights just before it that
+   were already suspect (same sign, |z| >= ``suspect_z``, up to ``pool_nights`` in all: a window
+   fixed by that rule, one test per series), is compared with the mean of its clean history (the
+   last ``window`` nights not inside a detected change), Student t tails; extra night-to-night
+   variance is counted when the history clearly shows it. With >= 30 series the night's own spread
+   of z (empirical null) widens the scale if the model is too optimistic.
+4. Suite error rate, in two stages. Screening: Holm's step-down over all fresh tests of the system
+   that night, one family per direction, regressions at ``alpha`` (a screen: ~1 night in 4 of a
+   400-series suite carries a flag that is not a change), improvements at ``alpha_improvement``.
+   Confirmation: ci/nightly.sh re-runs the flagged checks right away (verdict.py); the re-run,
+   a fresh independent sample, alone against the history before the change, Holm over the
+   flags at ``alpha_confirm``: whatever the screen let through, the chance of a false red night
+   stays <= ``alpha_confirm`` (bench/detection.py). Holm, not Benjamini-Hochberg: the goal is no
+   false alarm on a night (family-wise), and BH lets false flags ride along with true ones.
+5. Persistence. A detected change stays (status regression/improvement) while tonight is closer to
+   the changed level than to the old one and the nights since it still differ from the history
+   (one-sided p < ``alpha_continue``); its nights never join the history that judges it, unless
+   they turn out not to differ after all (then it was a noisy night, and they rejoin). ``since``,
+   the night it began, is named by change points over the judged span (Apache Otava's E-divisive,
+   detect/changepoint.py).
 
 bench/detection.py replays simulated suites through the CLI and prints the figures (docs/verdicts.md).
 """
 import math
 
 import numpy as np
-from scipy import stats
 
-from postprocess.common.stats import holm, median_polish
+from postprocess.common.stats import holm, mad_sd, median_polish
+from postprocess.detect.changepoint import change_start
 from postprocess.detect.evidence import (NightJudge, Track, build_tracks, continue_change,
                                          fresh_evidence, t_tails, within_noise)
-from postprocess.detect.series import OUTLIER_K, outlier_indices
+from postprocess.detect.outliers import OUTLIER_K, outlier_indices
 from postprocess.history.perflog import PHASES
 
-DEFAULTS = {'window': 14, 'min_nights': 3, 'alpha': 0.02, 'alpha_improvement': 0.005,
-            'alpha_system': 0.002,
+DEFAULTS = {'window': 14, 'min_nights': 3, 'alpha': 0.1, 'alpha_improvement': 0.005,
+            'alpha_system': 0.002, 'alpha_continue': 0.01, 'alpha_confirm': 0.02,
             'min_effect': 0.05, 'pool_nights': 3, 'min_common': 3,
             'suspect_z': 1.0, 'empirical_null_min': 30, 'horizon': 60}
 SYSTEM_CHECK = '*'          # check/environ of a finding of scope `system`
 
 
 def _system_levels(members, c):
-    """Residual levels of each track: {track: {night: level - common factor}}."""
-    return {tr: {u: y - c.get(u, 0.0) for u, y in tr.y.items() if math.isfinite(c.get(u, 0.0))}
-            for tr in members}
+    """Residual levels of each track: {track: {night: level - common factor}}; nights without a
+    factor (outside tonight's span) keep their level."""
+    shifts = [(u, cu) for u, cu in c.items() if math.isfinite(cu)]
+    gone = [u for u, cu in c.items() if not math.isfinite(cu)]
+    out = {}
+    for tr in members:
+        y = tr.y
+        lv = dict(y)                # a C-level copy, then the few nights the factor covers
+        lv.update({u: y[u] - cu for u, cu in shifts if u in y})
+        for u in gone:
+            lv.pop(u, None)
+        out[tr] = lv
+    return out
 
 
 def _finding(track, t, status, est, z, p, since, hist_levels, history, nights, scope, extra=None):
@@ -109,7 +126,7 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
     for t in range(len(nights)):
         night = NightJudge(t, opt)
         span = range(max(0, t - opt['window'] - opt['pool_nights']), t + 1)
-        fresh, sys_findings = [], []
+        fresh, sys_findings, rerun = [], [], []
         for g, members in groups.items():
             present = [tr for tr in members if t in tr.y]
             if not present:
@@ -138,34 +155,54 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
             group_fresh = []
             for tr in present:
                 lv = levels[tr]
+                if tr.since is not None and nights[t] == carry_night:
+                    # the re-run is a second, independent sample: it alone against the history
+                    # before the change, one family over what is being confirmed (below)
+                    hist = night.clean_before(tr, tr.since, lv)
+                    est, z, dof = night.test(tr, [t], hist, lv)
+                    p_down, p_up = t_tails(z, dof)
+                    rerun.append((tr, est, z, p_down if tr.direction < 0 else p_up, hist))
+                    continue
                 if tr.since is not None:
                     cont = continue_change(tr, t, lv, night.test, night)
                     if cont is not None:
                         est, z, dof, hist, new = cont
-                        status = 'regression' if tr.direction < 0 else 'improvement'
-                        p = min(t_tails(z, dof, 1))
-                        out.append(_finding(tr, t, status, est, z, p, nights[tr.since], hist,
-                                            history, nights, 'series'))
-                        continue
+                        p_down, p_up = t_tails(z, dof)
+                        p = p_down if tr.direction < 0 else p_up
+                        if p < opt['alpha_continue']:
+                            status = 'regression' if tr.direction < 0 else 'improvement'
+                            out.append(_finding(tr, t, status, est, z, p, nights[tr.since], hist,
+                                                history, nights, 'series'))
+                            continue
+                        # the nights since no longer differ from the history: it was the first
+                        # night's noise (or a short, lucky history), not a change; they rejoin
+                        tr.since = None
+                        tr.excluded.difference_update(new)
                 res = fresh_evidence(tr, t, lv, night.test, night)
                 if res is None:
                     out.append(_finding(tr, t, 'insufficient history', None, None, None, None,
                                         night.clean_before(tr, t, lv), history, nights, 'series'))
                     continue
+                res['levels'] = lv
                 group_fresh.append((tr, res))
             # Empirical null: a big group's own spread of single-night z (after the common
             # factor) shows when the noise model is too optimistic; widen, never narrow.
             if len(group_fresh) >= opt['empirical_null_min']:
                 zs = np.array([tr.z[t] for tr, _ in group_fresh])
-                s0 = float(stats.median_abs_deviation(zs, scale='normal'))
+                s0 = mad_sd(zs)
                 if s0 > 1.0:
                     for _, res in group_fresh:
                         res['z'] /= s0
             fresh += group_fresh
         out += [f for f in sys_findings if f is not None]
+        for (tr, est, z, p, hist), kept in zip(rerun, holm([r[3] for r in rerun],
+                                                           opt['alpha_confirm'])):
+            status = ('regression' if tr.direction < 0 else 'improvement') if kept else 'ok'
+            out.append(_finding(tr, t, status, est, z, p, nights[tr.since], hist, history, nights,
+                                'series'))
         if not fresh:
             continue
-        tails = [t_tails(res['z'], res['dof'], res['cands']) for _, res in fresh]
+        tails = [t_tails(res['z'], res['dof']) for _, res in fresh]
         down = holm([p for p, _ in tails], opt['alpha'])
         # improvements never turn a night red; a real one persists and pools evidence, so it
         # can wait for stronger proof than a regression
@@ -175,9 +212,10 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
             status, since = 'ok', None
             if (is_down and change <= -opt['min_effect']) or (is_up and change >= opt['min_effect']):
                 status = 'regression' if is_down else 'improvement'
-                tr.since, tr.direction = res['k'], (-1 if is_down else 1)
-                tr.excluded.update(res['new'])
-                since = nights[res['k']]
+                tr.direction = -1 if is_down else 1
+                tr.since = change_start(res['levels'], t, tr.direction, res['k'])
+                tr.excluded.update(u for u in res['levels'] if tr.since <= u <= t)
+                since = nights[tr.since]
             out.append(_finding(tr, t, status, res['est'], res['z'], min(p_down, p_up), since,
                                 res['hist'], history, nights, 'series',
                                 {'pooled_nights': len(res['new'])}))
@@ -193,20 +231,20 @@ def _judge_factor(ft, t, levels, night, present, group, history):
     if cont is not None:
         est, z, dof, hist, _ = cont
         status = 'regression' if ft.direction < 0 else 'improvement'
-        since, p = ft.since, min(t_tails(z, dof, 1))
+        since, p = ft.since, min(t_tails(z, dof))
     else:
         res = fresh_evidence(ft, t, levels, tester, night)
         if res is None:
             status = 'insufficient history'
         else:
             est, z, hist = res['est'], res['z'], res['hist']
-            p_down, p_up = t_tails(z, res['dof'], res['cands'])
+            p_down, p_up = t_tails(z, res['dof'])
             p = min(p_down, p_up)
             if p < opt['alpha_system'] and abs(math.expm1(est)) >= opt['min_effect']:
                 status = 'regression' if est < 0 else 'improvement'
-                ft.since, ft.direction = res['k'], (-1 if est < 0 else 1)
-                ft.excluded.update(res['new'])
-                since = res['k']
+                ft.direction = -1 if est < 0 else 1
+                ft.since = since = change_start(levels, t, ft.direction, res['k'])
+                ft.excluded.update(u for u in levels if since <= u <= t)
     fio = [tr for tr in present if is_baseline_params(history.keys[tr.kid][4])]
     fio_change = None
     if fio and hist and est is not None:

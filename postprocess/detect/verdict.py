@@ -8,9 +8,10 @@ confirmation by a re-run of the flagged checks.
   factor, the fio baseline and a few checks of that partition that moved just like it (the re-run
   must see several typical series to estimate the machine's state again).
 * ``confirm``: the re-run's repetitions form one extra night, labelled ``<night> confirm``, judged
-  against the same history by the same detector (postprocess/detect/suite.py): a change that is
-  still nearer its changed level than its old one is confirmed, otherwise ``unconfirmed``. The
-  re-run's perflogs live in the run directory, never in the history, so no fake night is created.
+  by the same detector (postprocess/detect/suite.py): each flagged series' re-run alone against
+  its history before the change, Holm over the flags at ``alpha_confirm`` (the second stage of
+  the verdict); a flag that does not pass is ``unconfirmed``. The re-run's perflogs live in the
+  run directory, never in the history, so no fake night is created.
 """
 import datetime
 

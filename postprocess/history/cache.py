@@ -1,126 +1,47 @@
-"""Columnar perflog table and its incremental cache: a nightly parses only what was appended.
+"""Incremental ingest cache of the perflog columns (columns.py): a nightly parses only what was
+appended, and reads years of history as memory maps.
 
-``load_table(roots, cache_dir)`` returns a ``RunTable`` (numpy columns, one row per run record;
-repetitions and perf values as CSR arrays). With a cache directory, each perflog file's columns are
-kept in ``<cache_dir>/<dev>-<inode>.npz`` with the byte offset parsed up to; the next load reads
-only the bytes after it. A file is re-read from the start when its identity no longer matches:
-smaller than the offset (truncated), or the first or last 4 KiB before the offset changed
-(rewritten). ReFrame's rotation renames ``X.log`` to ``X.log.h<N>``: same inode, so the cache
-follows the rename, and the new ``X.log`` is a new file. A cache file that cannot be read or is
-inconsistent is rebuilt, never trusted; one that cannot be written costs speed, not the run.
+``scan_perflogs(roots, ..., cache_dir)`` gives a ``PerflogColumns``: every file's column chunks and
+a small index of all runs; ``take(mask)`` copies only the selected runs (``load_table`` takes all).
+With a cache directory, each perflog file's columns are kept as uncompressed ``.npz`` segments:
+``<dev>-<inode>.npz`` from byte 0, then ``<dev>-<inode>+<start>.npz`` for each later append, each
+with the byte offset parsed up to and SHA-256 of the first and last 4 KiB before it. A file is
+re-read from the start (or from the last segment it still matches) when it is smaller than a
+segment's end (truncated) or a hash changed (rewritten). ReFrame's rotation renames ``X.log`` to
+``X.log.h<N>``: same inode, so the cache follows the rename, and the new ``X.log`` is a new file.
+A cache file that cannot be read or is inconsistent is rebuilt, never trusted; one that cannot be
+written costs speed, not the run. MAX_SEGMENTS appends are compacted into one file.
 
 The cache keeps what history, detection and reports use; the provenance JSON stays in the perflog
 (``perflog.read_perflogs`` gives it).
 """
-import datetime
+import contextlib
+import glob
 import hashlib
 import json
 import os
+import struct
+import zipfile
 
 import numpy as np
 
 from postprocess.common import atomic
-from postprocess.history.perflog import Diagnostics, parse_params, scan_perflog, walk_perflogs
+from postprocess.history.columns import (FLOAT_ARRAYS, INT_ARRAYS, PERF_FIELDS, STR_FIELDS,
+                                         RunTable, columns_from_records, concat, recode,
+                                         recode_codes, take)
+from postprocess.history.perflog import Diagnostics, scan_perflog, walk_perflogs
 
-VERSION = 1
+VERSION = 2
 HASH_SPAN = 4096
-STR_FIELDS = ('system', 'partition', 'environ', 'check', 'params', 'jobid', 'result', 'reframe')
-PERF_FIELDS = ('value', 'ref', 'lower', 'upper')
-INT_ARRAYS = ('offset', 'lineno', 'tzoff', 'rep_ptr', 'rep_phase', 'perf_ptr', 'perf_name',
-              'perf_unit') + STR_FIELDS
-FLOAT_ARRAYS = ('time', 'rep_bytes', 'rep_secs') + tuple(f'perf_{f}' for f in PERF_FIELDS)
+MAX_SEGMENTS = 32          # appended segments before they are compacted into one file
 
 
 class CacheDamaged(Exception):
     pass
 
 
-def _nan(value):
-    return np.nan if value is None else value
-
-
-def columns_from_records(records, strings):
-    """Run records (perflog.parse_line dicts) -> column dict; strings coded through ``strings``."""
-    code = strings.setdefault
-    cols = {f: [code(r[f], len(strings)) for r in records] for f in STR_FIELDS}
-    cols['time'] = [r['time'].timestamp() for r in records]
-    cols['tzoff'] = [int(r['time'].utcoffset().total_seconds()) for r in records]
-    cols['offset'] = [r['offset'] for r in records]
-    cols['lineno'] = [int(r['source'].rsplit(':', 1)[1]) for r in records]
-    rep_ptr, rep_phase, rep_bytes, rep_secs = [0], [], [], []
-    perf_ptr, perf_name, perf_unit = [0], [], []
-    perf_vals = {f: [] for f in PERF_FIELDS}
-    for r in records:
-        for phase, reps in r['reps'].items():
-            rep_phase += [code(phase, len(strings))] * len(reps)
-            rep_bytes += [b for b, _ in reps]
-            rep_secs += [s for _, s in reps]
-        rep_ptr.append(len(rep_bytes))
-        for name, perf in r['perf'].items():
-            perf_name.append(code(name, len(strings)))
-            perf_unit.append(code(perf['unit'] or '', len(strings)))
-            for f in PERF_FIELDS:
-                perf_vals[f].append(_nan(perf[f]))
-        perf_ptr.append(len(perf_name))
-    cols.update(rep_ptr=rep_ptr, rep_phase=rep_phase, rep_bytes=rep_bytes, rep_secs=rep_secs,
-                perf_ptr=perf_ptr, perf_name=perf_name, perf_unit=perf_unit)
-    cols.update({f'perf_{f}': v for f, v in perf_vals.items()})
-    return {k: np.asarray(v, dtype=np.int64 if k in INT_ARRAYS else np.float64)
-            for k, v in cols.items()}
-
-
-def concat(chunks):
-    """Concatenate column dicts that share one string coding (CSR pointers shifted)."""
-    chunks = [c for c in chunks if c is not None]
-    if len(chunks) > 1:
-        chunks = [c for c in chunks if c['time'].size] or chunks[:1]
-    if not chunks:
-        return columns_from_records([], {})
-    if len(chunks) == 1:
-        return chunks[0]
-    out = {}
-    for key in chunks[0]:
-        if key in ('rep_ptr', 'perf_ptr'):
-            parts, base = [np.zeros(1, np.int64)], 0
-            for c in chunks:
-                parts.append(c[key][1:] + base)
-                base += int(c[key][-1])
-            out[key] = np.concatenate(parts)
-        else:
-            out[key] = np.concatenate([c[key] for c in chunks])
-    return out
-
-
-def _recode(cols, local_strings, strings):
-    """Re-code a chunk's string codes from its own table to the shared ``strings``."""
-    mapping = np.array([strings.setdefault(s, len(strings)) for s in local_strings] or [0],
-                       dtype=np.int64)
-    cols = dict(cols)
-    for key in STR_FIELDS + ('rep_phase', 'perf_name', 'perf_unit'):
-        cols[key] = mapping[cols[key]] if cols[key].size else cols[key]
-    return cols
-
-
-CSR = (('rep_ptr', ('rep_phase', 'rep_bytes', 'rep_secs')),
-       ('perf_ptr', ('perf_name', 'perf_unit') + tuple(f'perf_{f}' for f in PERF_FIELDS)))
-
-
-def take(cols, idx):
-    """Columns of the runs ``idx`` (in that order), their repetitions and perf values with them."""
-    n = cols['time'].size
-    members = {m for _, ms in CSR for m in ms}
-    out = {k: v[idx] for k, v in cols.items() if k not in members and k not in dict(CSR)}
-    assert all(cols[k].size == n for k in out)
-    for ptr, keys in CSR:
-        p = cols[ptr]
-        counts = (p[1:] - p[:-1])[idx]
-        starts = p[:-1][idx]
-        rows = (np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-                + np.arange(int(counts.sum())))
-        for key in keys:
-            out[key] = cols[key][rows]
-        out[ptr] = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    return out
+class CacheOutdated(CacheDamaged):
+    """Written by another version of this code: rebuilt without a warning."""
 
 
 def _hash(fp, lo, hi):
@@ -133,33 +54,95 @@ def _fingerprint(path, offset):
         return _hash(fp, 0, min(HASH_SPAN, offset)), _hash(fp, max(0, offset - HASH_SPAN), offset)
 
 
-def _load_cached(cache_file, ident, size, path):
-    """(meta, cols, strings, diag) from a cache file that still matches ``path``, else None.
-    Raises CacheDamaged for a file that exists but cannot be trusted."""
-    if not os.path.exists(cache_file):
-        return None
+def _read_segment(cache_file):
+    """(meta, cols, strings, diag) of one cache file; CacheDamaged (naming it) if it cannot be
+    trusted."""
+    try:
+        return _read_segment_of(cache_file)
+    except CacheDamaged as err:
+        raise type(err)(f"'{cache_file}': {err}") from None
+
+
+def _read_segment_of(cache_file):
     with open(cache_file, 'rb') as fp:
         if fp.read(4) != b'PK\x03\x04':
             raise CacheDamaged('not an .npz file')
     try:
         with np.load(cache_file, allow_pickle=False) as npz:
             meta = json.loads(bytes(npz['meta']).decode('utf-8'))
-            cols = {k: npz[k] for k in INT_ARRAYS + FLOAT_ARRAYS}
             strings = [str(s) for s in npz['strings']]
             diag = [str(s) for s in npz['diag']]
+        cols = _map_members(cache_file, INT_ARRAYS + FLOAT_ARRAYS)
     except Exception as err:        # noqa: BLE001 -- any unreadable cache is rebuilt
         raise CacheDamaged(f'{type(err).__name__}: {str(err)[:120]}') from None
+    if not isinstance(meta, dict):
+        raise CacheDamaged('meta is not a mapping')
     _validate(meta, cols, strings)
-    if meta['ident'] != list(ident) or meta['offset'] > size:
-        return None                 # another file now, or truncated: re-read from the start
-    if list(_fingerprint(path, meta['offset'])) != [meta['head'], meta['tail']]:
-        return None                 # rewritten in place
     return meta, cols, strings, diag
+
+
+def _load_chain(stem, ident, size, path):
+    """The cached segments [(meta, cols, strings, diag)] of ``path`` from its first byte on, each
+    starting where the one before ended; [] when nothing cached matches the file any more.
+    Raises CacheDamaged for a file that exists but cannot be trusted."""
+    if not os.path.exists(stem + '.npz'):
+        return []
+    chain = [_read_segment(stem + '.npz')]
+    if chain[0][0]['ident'] != list(ident) or chain[0][0]['start'] != 0:
+        return []
+    while True:
+        prev = chain[-1][0]
+        nxt = f'{stem}+{prev["offset"]}.npz'
+        if len(chain) > MAX_SEGMENTS or not os.path.exists(nxt):
+            break
+        seg = _read_segment(nxt)
+        if seg[0]['start'] != prev['offset'] or seg[0].get('prev_tail') != prev['tail'] \
+                or seg[0]['ident'] != list(ident):
+            break                   # left over from an earlier cache of this file: not ours
+        chain.append(seg)
+    while chain:                    # the longest prefix the file still holds
+        meta = chain[-1][0]
+        if meta['offset'] <= size and \
+                list(_fingerprint(path, meta['offset'])) == [meta['head'], meta['tail']]:
+            return chain
+        chain.pop()                 # truncated or rewritten after this segment
+    return []
+
+
+def _map_members(npz_path, names):
+    """The .npy members of an uncompressed .npz (np.savez) as read-only memory maps: a nightly
+    touches only the pages of the rows it selects (the last nights), not years of history."""
+    out = {}
+    with zipfile.ZipFile(npz_path) as zf, open(npz_path, 'rb') as fp:
+        for name in names:
+            info = zf.getinfo(f'{name}.npy')
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise CacheDamaged(f'member {name} is compressed')
+            fp.seek(info.header_offset)
+            local = fp.read(30)
+            if local[:4] != b'PK\x03\x04':
+                raise CacheDamaged(f'bad local header of {name}')
+            name_len, extra_len = struct.unpack('<HH', local[26:30])
+            fp.seek(info.header_offset + 30 + name_len + extra_len)
+            version = np.lib.format.read_magic(fp)
+            readers = {(1, 0): np.lib.format.read_array_header_1_0,
+                       (2, 0): np.lib.format.read_array_header_2_0}
+            if version not in readers:
+                raise CacheDamaged(f'member {name}: .npy version {version}')
+            shape, fortran, dtype = readers[version](fp)
+            if fortran or len(shape) != 1 or dtype.hasobject:
+                raise CacheDamaged(f'member {name}: unexpected layout')
+            out[name] = (np.memmap(npz_path, dtype=dtype, mode='r', offset=fp.tell(), shape=shape)
+                         if shape[0] else np.zeros(0, dtype))
+    return out
 
 
 def _validate(meta, cols, strings):
     if meta.get('version') != VERSION:
-        raise CacheDamaged(f"version {meta.get('version')!r}")
+        raise CacheOutdated(f"version {meta.get('version')!r}")
+    missing = {'ident', 'start', 'offset', 'lineno', 'layout', 'head', 'tail'} - set(meta)
+    if missing:
+        raise CacheDamaged(f'meta lacks {sorted(missing)}')
     n = cols['time'].size
     for key in STR_FIELDS + ('tzoff', 'offset', 'lineno'):
         if cols[key].size != n:
@@ -180,6 +163,8 @@ def _validate(meta, cols, strings):
         raise CacheDamaged('string table has duplicates')
     if np.any(np.diff(cols['offset']) <= 0):
         raise CacheDamaged('line offsets not increasing')
+    if n and (cols['offset'][0] < meta['start'] or cols['offset'][-1] >= meta['offset']):
+        raise CacheDamaged('line offsets outside the bytes it caches')
 
 
 def _save(cache_file, meta, cols, strings, diag):
@@ -191,29 +176,30 @@ def _save(cache_file, meta, cols, strings, diag):
 
 
 def read_file(path, diag, cache_dir=None, warn=None):
-    """Columns of one perflog file and its string table: (cols, strings), appended-only parse
-    when ``cache_dir`` holds a matching cache."""
+    """Chunks [(cols, strings)] of one perflog file, oldest first, each coded through its own
+    string table: the cached segments (memory-mapped) and what was appended since, parsed now
+    and cached as one more segment."""
     st = os.stat(path)
     ident = (st.st_dev, st.st_ino)
-    cache_file = os.path.join(cache_dir, f'{ident[0]}-{ident[1]}.npz') if cache_dir else None
-    cached = None
-    if cache_file:
+    stem = os.path.join(cache_dir, f'{ident[0]}-{ident[1]}') if cache_dir else None
+    chain = []
+    if stem:
         try:
-            cached = _load_cached(cache_file, ident, st.st_size, path)
+            chain = _load_chain(stem, ident, st.st_size, path)
+        except CacheOutdated:
+            pass
         except CacheDamaged as err:
             if warn:
-                warn(f"ingest cache '{cache_file}' damaged ({err}): rebuilt from '{path}'")
+                warn(f"ingest cache damaged ({err}): rebuilt from '{path}'")
         except OSError as err:
             if warn:
-                warn(f"ingest cache '{cache_file}' unreadable ({err.strerror}): re-reading '{path}'")
-    if cached is None:
-        start, lineno, layout, old_cols, strings, old_diag = 0, 0, None, None, [], []
-    else:
-        meta, old_cols, strings, old_diag = cached
-        start, lineno, layout = meta['offset'], meta['lineno'], _layout(meta['layout'])
+                warn(f"ingest cache '{stem}.npz' unreadable ({err.strerror}): re-reading '{path}'")
+    start, lineno, layout = 0, 0, None
+    if chain:
+        last = chain[-1][0]
+        start, lineno, layout = last['offset'], last['lineno'], _layout(last['layout'])
     new_diag = Diagnostics()
-    table = {s: i for i, s in enumerate(strings)}
-    chunks = [old_cols]
+    table, chunks = {}, []
     _, (end, end_lineno, end_layout) = scan_perflog(
         path, new_diag, start, lineno, layout, provenance=False,
         sink=lambda records: chunks.append(columns_from_records(records, table)))
@@ -228,72 +214,116 @@ def read_file(path, diag, cache_dir=None, warn=None):
     # cached without the path (the file may be renamed by rotation): '<line>: <text>'
     kept_diag = [m[len(path) + 1:] for m in new_diag
                  if m.startswith(f'{path}:') and not m.startswith(tail_prefix)]
-    file_diag = old_diag + kept_diag
-    complete = end != start
-    if cache_file and (cached is None or complete):
+    if stem and (not chain or end != start):
         meta = {'version': VERSION, 'ident': list(ident), 'path': os.path.abspath(path),
-                'offset': end, 'lineno': end_lineno,
+                'start': start, 'offset': end, 'lineno': end_lineno,
+                'prev_tail': chain[-1][0]['tail'] if chain else None,
                 'layout': [list(end_layout[0]), list(end_layout[1])] if end_layout else None}
         meta['head'], meta['tail'] = _fingerprint(path, end)
         try:
-            _save(cache_file, meta, cols, strings, file_diag)
+            _store(stem, chain, meta, cols, strings, kept_diag)
         except OSError as err:
             if warn:
-                warn(f"ingest cache not written ('{cache_file}': {err.strerror})")
+                warn(f"ingest cache not written ('{stem}.npz': {err.strerror})")
+    out = [(c, s) for _, c, s, _ in chain] + [(cols, strings)]
     if tail is not None:
-        cols = concat([cols, tail])
-    diag.extend([f'{path}:{m}' for m in file_diag] +
+        out.append((tail, strings))
+    diag.extend([f'{path}:{m}' for _, _, _, d in chain for m in d] +
+                [f'{path}:{m}' for m in kept_diag] +
                 [m for m in new_diag if m.startswith(tail_prefix) or not m.startswith(f'{path}:')])
-    return cols, strings
+    return out
+
+
+def _store(stem, chain, meta, cols, strings, diag):
+    """Cache the newly parsed part: one more segment, or, with no usable chain or too long a one,
+    everything as a new first segment (old segments then removed)."""
+    if chain and len(chain) < MAX_SEGMENTS:
+        _save(f'{stem}+{meta["start"]}.npz', meta, cols, strings, diag)
+        return
+    if chain:               # compact: one file again (a copy of everything, once a month)
+        table = {}
+        parts = [recode(c, _mapping(s, table)) for _, c, s, _ in chain]
+        cols = concat(parts + [recode(cols, _mapping(strings, table))])
+        strings = list(table)
+        diag = [m for _, _, _, d in chain for m in d] + diag
+        meta = dict(meta, start=0, prev_tail=None)
+    _save(stem + '.npz', meta, cols, strings, diag)
+    for old in glob.glob(glob.escape(stem) + '+*.npz'):
+        with contextlib.suppress(OSError):
+            os.unlink(old)      # not chained to the new first segment: never read again
+
+
+def _mapping(local, table):
+    return np.array([table.setdefault(x, len(table)) for x in local] or [0], dtype=np.int64)
 
 
 def _layout(value):
     return None if value is None else (value[0], value[1])
 
 
-class RunTable:
-    """Run records as columns (see module docstring); ``strings[code]`` decodes string columns."""
+RUN_INDEX = ('time', 'tzoff', 'system', 'partition')
 
-    def __init__(self, cols, strings):
-        self.cols, self.strings = cols, strings
 
-    def __len__(self):
-        return int(self.cols['time'].size)
+class PerflogColumns:
+    """Every perflog's columns (memory-mapped from the cache where possible) and a small index of
+    all runs (``index``: a RunTable of RUN_INDEX plus ``reps``, repetitions per run, in the shared
+    string coding; ``keep``: runs of completed nightlies). ``take(mask)`` copies only the selected
+    runs: selecting the last nights first keeps years of history out of memory."""
 
-    def str_col(self, field):
-        return np.asarray(self.strings, dtype=object)[self.cols[field]] if len(self) else \
-            np.zeros(0, dtype=object)
+    def __init__(self, files, strings, keep):
+        self.files, self.strings, self.keep = files, strings, keep
+        parts = [{k: (recode_codes(c[k], m) if k in STR_FIELDS else c[k]) for k in RUN_INDEX}
+                 for c, _, m in files]
+        index = concat_plain(parts, RUN_INDEX)
+        index['reps'] = np.concatenate([np.diff(c['rep_ptr']) for c, _, _ in files]) \
+            if files else np.zeros(0, np.int64)
+        self.index = RunTable(index, strings)
 
-    def select(self, mask):
-        """A new table with the rows where ``mask`` is true, ordered by time (stable)."""
-        idx = np.flatnonzero(mask)
-        idx = idx[np.argsort(self.cols['time'][idx], kind='stable')]
-        return RunTable(take(self.cols, idx), self.strings)
+    def take(self, mask):
+        """RunTable of the runs where ``mask`` is true, ordered by completion time (stable)."""
+        chunks, start = [], 0
+        for cols, _, mapping in self.files:
+            n = cols['time'].size
+            idx = np.flatnonzero(mask[start:start + n])
+            start += n
+            if idx.size:
+                chunks.append(recode(take(cols, idx), mapping))
+        table = RunTable(concat(chunks), self.strings)
+        order = np.argsort(table.cols['time'], kind='stable')
+        if np.any(order != np.arange(order.size)):
+            table = RunTable(take(table.cols, order), self.strings)
+        return table
 
-    def days(self):
-        """Local completion date of every run as 'YYYY-MM-DD' strings (the perflog's own zone)."""
-        day = np.floor((self.cols['time'] + self.cols['tzoff']) / 86400).astype('int64')
-        return day.astype('datetime64[D]').astype(str)
+
+def concat_plain(parts, keys):
+    return {k: (np.concatenate([np.asarray(p[k]) for p in parts]) if parts
+                else np.zeros(0, np.float64 if k == 'time' else np.int64)) for k in keys}
+
+
+def scan_perflogs(roots, diag, cache_dir=None, this_run=None, warn=None, skipped=None):
+    """PerflogColumns of every perflog under ``roots``; ``keep`` leaves out the lines of nightly
+    runs that did not complete (``skipped`` gets their count)."""
+    strings, files, keep_masks = {}, [], []
+    for path, ranges in walk_perflogs(roots, diag, this_run):
+        try:
+            chunks = read_file(path, diag, cache_dir, warn)
+        except OSError as err:
+            diag.add(path, f'cannot read: {err.strerror}')
+            continue
+        for cols, local in chunks:
+            files.append((cols, local, _mapping(local, strings)))
+            keep_masks.append(_keep_mask(path, cols['offset'], ranges))
+    keep = np.concatenate(keep_masks) if keep_masks else np.zeros(0, bool)
+    if skipped is not None:
+        skipped.append(int((~keep).sum()))
+    return PerflogColumns(files, list(strings), keep)
 
 
 def load_table(roots, diag, cache_dir=None, this_run=None, warn=None, skipped=None):
     """RunTable of every perflog under ``roots`` minus the lines of nightly runs that did not
     complete (``skipped`` gets their count); sorted by completion time."""
-    strings, chunks, keep_masks = {}, [], []
-    for path, ranges in walk_perflogs(roots, diag, this_run):
-        try:
-            cols, local = read_file(path, diag, cache_dir, warn)
-        except OSError as err:
-            diag.add(path, f'cannot read: {err.strerror}')
-            continue
-        cols = _recode(cols, local, strings)
-        chunks.append(cols)
-        keep_masks.append(_keep_mask(path, cols['offset'], ranges))
-    cols = concat(chunks)
-    keep = np.concatenate(keep_masks) if keep_masks else np.zeros(0, bool)
-    if skipped is not None:
-        skipped.append(int((~keep).sum()))
-    return RunTable(cols, list(strings)).select(keep)
+    found = scan_perflogs(roots, diag, cache_dir, this_run, warn, skipped)
+    return found.take(found.keep)
 
 
 def _keep_mask(path, offsets, ranges):
@@ -310,43 +340,3 @@ def _keep_mask(path, offsets, ranges):
     return keep
 
 
-class RunView:
-    """Read-only sequence of run-record dicts built on demand from a RunTable (what
-    ``History.runs`` holds for a table: 10^6 dicts would not fit the memory goal)."""
-
-    def __init__(self, table, sessions, session_of_run):
-        self.table, self.sessions, self.session_of_run = table, sessions, session_of_run
-        self._params = {}
-
-    def __len__(self):
-        return len(self.table)
-
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        c, s = self.table.cols, self.table.strings
-        i = int(i)
-        zone = datetime.timezone(datetime.timedelta(seconds=int(c['tzoff'][i])))
-        run = {f: s[c[f][i]] for f in STR_FIELDS}
-        pcode = int(c['params'][i])
-        if pcode not in self._params:
-            self._params[pcode] = parse_params(s[pcode])
-        reps = {}
-        for j in range(c['rep_ptr'][i], c['rep_ptr'][i + 1]):
-            reps.setdefault(s[c['rep_phase'][j]], []).append(
-                (float(c['rep_bytes'][j]), float(c['rep_secs'][j])))
-        perf = {}
-        for j in range(c['perf_ptr'][i], c['perf_ptr'][i + 1]):
-            vals = {f: float(c[f'perf_{f}'][j]) for f in PERF_FIELDS}
-            perf[s[c['perf_name'][j]]] = dict(
-                {f: (None if np.isnan(v) else v) for f, v in vals.items()},
-                unit=s[c['perf_unit'][j]])
-        session = self.sessions[self.session_of_run[i]]
-        run.update(time=datetime.datetime.fromtimestamp(float(c['time'][i]), zone),
-                   param_dict=self._params[pcode], reps=reps, perf=perf, provenance={},
-                   session=session['id'], session_start=session['start'],
-                   source=f'line {int(c["lineno"][i])}', offset=int(c['offset'][i]))
-        return run

@@ -145,12 +145,16 @@ def load_runs(args):
     return selected
 
 
-def load_history(args):
+def load_history(args, last_nights=None):
     """The History the arguments select. Perflogs alone go through the columnar table (and the
-    incremental cache with --cache); with --db, through run records merged with the DB's."""
+    incremental cache with --cache); with --db, through run records merged with the DB's.
+    ``last_nights``: only each system's last N nights (whole sessions): what a nightly judges and
+    shows, without copying years of repetitions (a window of N nights gives the same History as
+    the whole one cut to those nights)."""
     if args.db:
         return History(load_runs(args))
-    from postprocess.history.cache import load_table
+    from postprocess.history.cache import scan_perflogs
+    from postprocess.history.store import last_nights_mask
     check_args(args)
     diag, skipped = Diagnostics(), []
     cache_dir = args.cache
@@ -160,22 +164,26 @@ def load_history(args):
         except OSError as err:
             PENDING.append(f"warning: ingest cache not used ('{cache_dir}': {err.strerror})")
             cache_dir = None
-    table = load_table(args.perflogs, diag, cache_dir, this_run=args.this_run,
-                       warn=lambda m: PENDING.append(f'warning: {m}'), skipped=skipped)
+    found = scan_perflogs(args.perflogs, diag, cache_dir, this_run=args.this_run,
+                          warn=lambda m: PENDING.append(f'warning: {m}'), skipped=skipped)
     skipped = skipped[0] if skipped else 0
-    if not len(table):
+    if not found.keep.any():
         raise _no_lines(args, skipped, diag)
-    mask = np.ones(len(table), dtype=bool)
+    index = found.index
+    mask = found.keep.copy()
     if args.system:
-        code = table.strings.index(args.system) if args.system in table.strings else -1
-        mask &= table.cols['system'] == code
+        code = index.strings.index(args.system) if args.system in index.strings else -1
+        mask &= index.cols['system'] == code
     if args.date_from or args.date_to:
-        days = table.days()
+        days = index.days()
         if args.date_from:
             mask &= days >= args.date_from
         if args.date_to:
             mask &= days <= args.date_to
     if not mask.any():
-        raise _empty_selection(args, {table.strings[c] for c in np.unique(table.cols['system'])})
+        systems = np.unique(index.cols['system'][found.keep])
+        raise _empty_selection(args, {index.strings[c] for c in systems})
+    if last_nights:
+        mask &= last_nights_mask(index, mask, last_nights)
     _report(diag, skipped)              # after the usage errors: those stay one line
-    return History.from_table(table.select(mask))
+    return History.from_table(found.take(mask))

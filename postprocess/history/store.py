@@ -19,7 +19,6 @@ import sqlite3
 
 import numpy as np
 
-from postprocess.common.stats import median_log_var
 from postprocess.history.perflog import PHASES, Diagnostics, parse_params, parse_reps
 
 MiB = float(2 ** 20)
@@ -119,6 +118,49 @@ def merge_runs(*lists):
     return merged
 
 
+def sessions_of(where, times):
+    """Session of every run (runs of one ``where`` code less than SESSION_GAP apart, as
+    assign_sessions), numbered in order of their first run, and each session's first run."""
+    n = times.size
+    order = np.lexsort((times, where))
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        new[1:] = (np.diff(where[order]) != 0) | \
+                  (np.diff(times[order]) > SESSION_GAP.total_seconds())
+    sess_sorted = np.cumsum(new) - 1
+    first_run = order[new]
+    rank = np.empty(first_run.size, dtype=np.int64)
+    rank[np.argsort(first_run, kind='stable')] = np.arange(first_run.size)
+    session_of_run = np.empty(n, dtype=np.int64)
+    session_of_run[order] = rank[sess_sorted]
+    return session_of_run, np.sort(first_run)
+
+
+def last_nights_mask(index, mask, nights):
+    """Runs of each system's last ``nights`` nights (sessions' start dates, counting only nights
+    with a repetition) among the runs where ``mask`` is true; whole sessions, so the History of
+    the selection has the same sessions as the whole one's. ``index``: a RunTable with time,
+    tzoff, system, partition and reps (repetitions per run)."""
+    c = index.cols
+    idx = np.flatnonzero(mask)
+    out = np.zeros(mask.size, dtype=bool)
+    if not idx.size:
+        return out
+    system = c['system'][idx]
+    where = system * (len(index.strings) + 1) + c['partition'][idx]
+    session, first = sessions_of(where, c['time'][idx])
+    night = np.floor((c['time'][idx][first] + c['tzoff'][idx][first]) / 86400).astype(np.int64)
+    measured = np.bincount(session, weights=c['reps'][idx], minlength=first.size) > 0
+    keep_session = np.zeros(first.size, dtype=bool)
+    sess_system = system[first]
+    for code in np.unique(sess_system):
+        mine = sess_system == code
+        days = np.unique(night[mine & measured])
+        keep_session |= (mine & (night >= days[-nights])) if days.size >= nights else mine
+    out[idx] = keep_session[session]
+    return out
+
+
 class History:
     """Column-wise repetition table built from run records (see module docstring)."""
 
@@ -150,6 +192,8 @@ class History:
                 cols['bytes'] += [b for b, _ in reps]
                 cols['seconds'] += [t for _, t in reps]
                 cols['session'] += [sid] * n
+        self.run_key = np.array([key_index[tuple(r[f] for f in KEY_FIELDS)] for r in runs],
+                                dtype=np.int64)
         run_times = np.array([r['time'].timestamp() for r in runs], dtype=np.float64)
         self._finish(cols, run_times)
 
@@ -157,33 +201,21 @@ class History:
     def from_table(cls, table):
         """The same table built from a columnar ``cache.RunTable`` (time-sorted, perflog runs):
         10^6 runs without 10^6 dicts; ``runs`` is then a ``cache.RunView``."""
-        from postprocess.history.cache import RunView
+        from postprocess.history.columns import RunView
         self = cls.__new__(cls)
         self._groups = {}
         c, strings = table.cols, table.strings
         n = len(table)
         times = c['time']
-        # sessions: runs of one system:partition less than SESSION_GAP apart (assign_sessions)
-        where = c['system'] * (len(strings) + 1) + c['partition']
-        order = np.lexsort((times, where))
-        new = np.ones(n, dtype=bool)
-        if n > 1:
-            new[1:] = (np.diff(where[order]) != 0) | \
-                      (np.diff(times[order]) > SESSION_GAP.total_seconds())
-        sess_sorted = np.cumsum(new) - 1
-        first_run = order[new]                      # first run (table row) of each session
-        rank = np.empty(first_run.size, dtype=np.int64)
-        rank[np.argsort(first_run, kind='stable')] = np.arange(first_run.size)
-        session_of_run = np.empty(n, dtype=np.int64)
-        session_of_run[order] = rank[sess_sorted]
-        self.sessions = [None] * first_run.size
-        for sid_sorted, row in enumerate(first_run):
+        session_of_run, first_run = sessions_of(c['system'] * (len(strings) + 1) + c['partition'],
+                                                times)
+        self.sessions = []
+        for row in first_run:
             row = int(row)
             zone = datetime.timezone(datetime.timedelta(seconds=int(c['tzoff'][row])))
             start = datetime.datetime.fromtimestamp(float(times[row]), zone)
             ident = f'{strings[c["system"][row]]}:{strings[c["partition"][row]]}@{start.isoformat()}'
-            self.sessions[rank[sid_sorted]] = {'id': ident, 'start': start,
-                                               'night': start.date().isoformat()}
+            self.sessions.append({'id': ident, 'start': start, 'night': start.date().isoformat()})
         # keys in order of first appearance
         key_codes = np.stack([c[f] for f in KEY_FIELDS], axis=1) if n else np.zeros((0, 5), int)
         uniq, first, key_of_run = np.unique(key_codes, axis=0, return_index=True,
@@ -195,6 +227,7 @@ class History:
         for u, codes in enumerate(uniq):
             self.keys[rank[u]] = tuple(strings[int(x)] for x in codes)
         key_of_run = rank[key_of_run] if n else key_of_run
+        self.run_key = key_of_run
         # repetition rows of the known phases, ordered by run, phase, repetition
         phase_code = {strings.index(p) if p in strings else -1: i for i, p in enumerate(PHASES)}
         phase_map = np.full(len(strings) + 1, -1, dtype=np.int64)
@@ -262,7 +295,8 @@ class History:
         slot = session_id * len(PHASES) + phase_id
         value = self._baseline_var.get(slot, 0.0)
         if not isinstance(value, float):            # computed once, on demand: most sessions of
-            value = self._baseline_var[slot] = median_log_var(value)   # years are never asked
+            from postprocess.common.stats import median_log_var     # years are never asked (and
+            value = self._baseline_var[slot] = median_log_var(value)  # scipy costs 0.8 s to load)
         return value
 
     def key_dict(self, kid):

@@ -3,16 +3,47 @@ import os
 
 import numpy as np
 
-from postprocess.detect.suite import detect
 from postprocess.history import inputs
 from postprocess.history.perflog import PHASES
-from postprocess.report import html, interactive, plots, verdict
+from postprocess.report import html, interactive, parallel, plots, verdict
 
 
-def _medians(history, value='bw_MiBps'):
-    """{(key..., phase): [night median, ...]} oldest first, for the sparklines."""
-    return {history.keys[kid] + (PHASES[ph],): [float(np.median(v)) for _, v in nights]
+def _medians(history, value='bw_MiBps', last=html.SPARK_NIGHTS):
+    """{(key..., phase): [night median, ...]} oldest first, the last ``last`` nights (what the
+    sparklines show)."""
+    return {history.keys[kid] + (PHASES[ph],): [float(np.median(v)) for _, v in nights[-last:]]
             for (kid, ph), nights in history.groups(value).items()}
+
+
+def flags_from_findings(findings, history, shown):
+    """Findings that circle nights in the history figures of the ``shown`` series, from a findings
+    file (ci/nightly.sh's detect.json: each series' latest night): its own flagged nights, and for a
+    change that persists (``since``), every night since it began, as detection judged them."""
+    nights = {history.keys[kid] + (PHASES[ph],): [history.sessions[s]['night'] for s, _ in lst]
+              for (kid, ph), lst in history.groups().items()}
+    out, seen = [], set()
+    for f in findings:
+        sk = (f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase'])
+        if sk not in shown or f['status'] not in interactive.FLAG_COLOR:
+            continue
+        out.append(f)
+        seen.add(sk + (f['night'],))
+        if f.get('since'):
+            out += [dict(f, night=n) for n in nights.get(sk, [])
+                    if f['since'] <= n < f['night'] and sk + (n,) not in seen]
+            seen.update(sk + (n,) for n in nights.get(sk, []) if f['since'] <= n < f['night'])
+    return out
+
+
+def history_window(args):
+    """Nights of history the report needs: the figures' --history-nights (the sparklines' 30 at
+    least), and when it detects itself, what detection judges them with (postprocess/detect/
+    suite.py, ``last_nights``)."""
+    shown = max(args.history_nights, html.SPARK_NIGHTS)
+    if args.findings:
+        return shown
+    from postprocess.detect.suite import DEFAULTS
+    return max(DEFAULTS['horizon'], shown + DEFAULTS['window'] + DEFAULTS['pool_nights'])
 
 
 def ior_section(history):
@@ -44,7 +75,7 @@ def ior_section(history):
 INTERACTIVE_MAX = 12
 
 
-def build_report(args, progress=lambda items, *_: items):
+def build_report(args):
     """Write args.output/index.html and figures/; returns (page, number of figures, notes)."""
     outdir = args.output
     figdir = os.path.join(outdir, 'figures')
@@ -53,34 +84,49 @@ def build_report(args, progress=lambda items, *_: items):
     given = verdict.load_findings(args.findings) if args.findings else None
     tonight = verdict.load_verdict(args.verdict) if getattr(args, 'verdict', None) else None
     darshan_rows = verdict.load_darshan_rows(args.darshan_json) if args.darshan_json else []
-    history = inputs.load_history(args)
+    # only the nights shown (and judged): years of history are not read into memory
+    history = inputs.load_history(args, last_nights=history_window(args))
     os.makedirs(figdir, exist_ok=True)
-    notes, sections = [], []
-    # One detection pass (the slow part at 10^5 runs): the nights the history figures show, whose
-    # latest night per series is also tonight's finding (detection is causal).
-    recent = detect(history, value=args.value, last_nights=args.history_nights)
-    findings = verdict.latest_per_series(given if given is not None else recent)
+    notes = []
+    if given is None:
+        # One detection pass: the nights the history figures show, whose latest night per
+        # series is also tonight's finding (detection is causal). Imported here: scipy.stats
+        # alone costs 0.8 s of a nightly report that reuses detect's findings.
+        from postprocess.detect.suite import detect
+        recent = detect(history, value=args.value, last_nights=args.history_nights)
+        findings = verdict.latest_per_series(recent)
+    else:
+        # the nightly's detect.json: no second detection (the slow part of a warm report)
+        findings = verdict.latest_per_series(given)
     chosen = plots.history_series(history, findings, args.max_history_plots)
     shown = {history.keys[kid] + (PHASES[ph],) for kid, ph in chosen}
-    night_flags = [f for f in recent if (f['system'], f['partition'], f['environ'], f['check'],
-                                         f['params'], f['phase']) in shown]
-    steps = [('Bandwidth vs ranks', lambda: plots.bandwidth_vs_ranks(history, figdir, notes)),
-             ('Stripe count x stripe size', lambda: plots.stripe_heatmap(history, figdir, notes)),
-             ('Library comparison (latest night)', lambda: plots.library_bars(history, figdir,
-                                                                              notes)),
-             ('History per check (PNG)', lambda: plots.history(
-                 history, night_flags, figdir, notes, chosen, args.history_nights,
-                 progress=lambda s: progress(s, 'history figures', 'figure'))),
-             ('interactive', None)]
-    anchors, script, divs = {}, '', {}
-    for heading, step in progress(steps):
-        if step is None:
-            # interactive figures cost ~0.4 s each (Bokeh): the flagged series first, at most
-            # INTERACTIVE_MAX; every chosen series still gets its PNG
-            anchors, script, divs = interactive.history_figures(
-                history, chosen[:INTERACTIVE_MAX], night_flags, args.value, args.history_nights)
-        else:
-            sections.append((heading, step()))
+    if given is None:
+        night_flags = [f for f in recent if (f['system'], f['partition'], f['environ'],
+                                             f['check'], f['params'], f['phase']) in shown]
+    else:
+        night_flags = flags_from_findings(given, history, shown)
+    halves = (chosen[0::2], chosen[1::2])     # history figures on two workers, alike in cost
+    tasks = [lambda n: plots.bandwidth_vs_ranks(history, figdir, n),
+             lambda n: plots.stripe_heatmap(history, figdir, n),
+             lambda n: plots.library_bars(history, figdir, n)] + \
+        [lambda n, part=part: plots.history(history, night_flags, figdir, n, part,
+                                            args.history_nights, summary=False)
+         for part in halves if part]
+    # interactive figures cost ~0.1 s each (Bokeh), drawn here while the workers draw the PNGs:
+    # the flagged series first, at most INTERACTIVE_MAX; every chosen series still gets its PNG
+    results, (anchors, script, divs) = parallel.run(
+        tasks, parallel.workers(), lambda: interactive.history_figures(
+            history, chosen[:INTERACTIVE_MAX], night_flags, args.value, args.history_nights))
+    for _, task_notes in results:
+        notes.extend(task_notes)
+    drawn = {os.path.basename(f) for files, _ in results[3:] for f in files}
+    history_files = [os.path.join(figdir, plots.history_png_name(history.keys[kid], PHASES[ph], kid))
+                     for kid, ph in chosen]
+    history_files = [f for f in history_files if os.path.basename(f) in drawn]
+    plots.history_notes(len(history.groups()), len(chosen), history_files, notes)
+    sections = [('Bandwidth vs ranks', results[0][0]), ('Stripe count x stripe size', results[1][0]),
+                ('Library comparison (latest night)', results[2][0]),
+                ('History per check (PNG)', history_files)]
     keys = {(kid, ph): history.keys[kid] + (PHASES[ph],) for kid, ph in chosen}
     info = html.SeriesInfo(
         medians=_medians(history),

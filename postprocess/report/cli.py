@@ -49,15 +49,6 @@ def _enclosing_run(output):
     return None
 
 
-def _progress(items, desc='report', unit='step'):
-    """tqdm over a slow loop on a terminal (silent in logs and pipes: disable=None)."""
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return items
-    return tqdm(items, desc=desc, unit=unit, disable=None, leave=False, file=sys.stderr)
-
-
 def run(args):
     from postprocess.report import build
     from postprocess.common.errors import UsageError
@@ -82,7 +73,7 @@ def run(args):
     args.darshan_json = args.darshan_json or _first_existing(
         os.path.join(os.path.dirname(args.darshan_index), 'index.json') if args.darshan_index
         else None, os.path.join(post, 'darshan', 'index.json') if post else None)
-    page, nfigs, notes = build.build_report(args, _progress)
+    page, nfigs, notes = build.build_report(args)
     for note in notes:
         print(f'note: {note}', file=sys.stderr)
     print(f'{nfigs} figures, report: {page}')
