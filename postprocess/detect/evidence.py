@@ -9,6 +9,7 @@ from scipy import special
 
 from postprocess.common.stats import (hl_var_factor, hodges_lehmann, mad_sd, moderated_variances,
                                       small_median, winsorized_sd)
+from postprocess.detect.changepoint import change_start
 
 
 class Track:
@@ -21,6 +22,14 @@ class Track:
         self.direction = 0
         self.excluded = set()       # nights inside detected changes: never history again
         self.z = {}                 # single-night z, for "suspected" pooling
+
+    def start_change(self, levels, t, direction, window_start):
+        """A change detected on night ``t``: its start (change points, within the test's window
+        from ``window_start``), and its nights kept out of the history from now on."""
+        self.direction = direction
+        self.since = change_start(levels, t, direction, window_start)
+        self.excluded.update(u for u in levels if self.since <= u <= t)
+        return self.since
 
 
 def build_tracks(history, value, horizon=None):
@@ -129,6 +138,12 @@ def t_tails(z, dof):
     return lower, (1.0 - lower if z < 0 else float(special.stdtr(dof, -z)))
 
 
+def p_toward(z, dof, direction):
+    """One-sided p value in a change's direction (-1 regression, +1 improvement)."""
+    p_down, p_up = t_tails(z, dof)
+    return p_down if direction < 0 else p_up
+
+
 def continue_change(track, t, levels, tester, night):
     """An active change: still on (est, z, dof, hist, new) or over (None; its nights stay out)."""
     hist = night.clean_before(track, track.since, levels)
@@ -162,18 +177,20 @@ def fresh_evidence(track, t, levels, tester, night):
         return None
     est, z, dof = tester(track, [t], hist, levels)
     track.z[t] = z
-    k = t
+    k, hist_k = t, hist
     for back in range(1, opt['pool_nights']):
         u = t - back
         zu = track.z.get(u)
         if u not in levels or u in track.excluded or zu is None or zu * z <= 0 \
-                or abs(zu) < opt['suspect_z'] \
-                or len(night.clean_before(track, u, levels)) < opt['min_nights']:
+                or abs(zu) < opt['suspect_z']:
             break
-        k = u
+        hist_u = night.clean_before(track, u, levels)
+        if len(hist_u) < opt['min_nights']:
+            break
+        k, hist_k = u, hist_u
     if k == t:
         return {'k': t, 'est': est, 'z': z, 'dof': dof, 'hist': hist, 'new': [t]}
-    hist = night.clean_before(track, k, levels)
+    hist = hist_k
     new = [u for u in range(k, t + 1) if u in levels]
     est, z, dof = tester(track, new, hist, levels)
     return {'k': k, 'est': est, 'z': z, 'dof': dof, 'hist': hist, 'new': new}

@@ -39,9 +39,8 @@ import math
 import numpy as np
 
 from postprocess.common.stats import holm, mad_sd, median_polish
-from postprocess.detect.changepoint import change_start
 from postprocess.detect.evidence import (NightJudge, Track, build_tracks, continue_change,
-                                         fresh_evidence, t_tails, within_noise)
+                                         fresh_evidence, p_toward, t_tails, within_noise)
 from postprocess.detect.outliers import OUTLIER_K, outlier_indices
 from postprocess.history.perflog import PHASES
 
@@ -160,15 +159,13 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
                     # before the change, one family over what is being confirmed (below)
                     hist = night.clean_before(tr, tr.since, lv)
                     est, z, dof = night.test(tr, [t], hist, lv)
-                    p_down, p_up = t_tails(z, dof)
-                    rerun.append((tr, est, z, p_down if tr.direction < 0 else p_up, hist))
+                    rerun.append((tr, est, z, p_toward(z, dof, tr.direction), hist))
                     continue
                 if tr.since is not None:
                     cont = continue_change(tr, t, lv, night.test, night)
                     if cont is not None:
                         est, z, dof, hist, new = cont
-                        p_down, p_up = t_tails(z, dof)
-                        p = p_down if tr.direction < 0 else p_up
+                        p = p_toward(z, dof, tr.direction)
                         if p < opt['alpha_continue']:
                             status = 'regression' if tr.direction < 0 else 'improvement'
                             out.append(_finding(tr, t, status, est, z, p, nights[tr.since], hist,
@@ -212,10 +209,8 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
             status, since = 'ok', None
             if (is_down and change <= -opt['min_effect']) or (is_up and change >= opt['min_effect']):
                 status = 'regression' if is_down else 'improvement'
-                tr.direction = -1 if is_down else 1
-                tr.since = change_start(res['levels'], t, tr.direction, res['k'])
-                tr.excluded.update(u for u in res['levels'] if tr.since <= u <= t)
-                since = nights[tr.since]
+                since = nights[tr.start_change(res['levels'], t, -1 if is_down else 1,
+                                               res['k'])]
             out.append(_finding(tr, t, status, res['est'], res['z'], min(p_down, p_up), since,
                                 res['hist'], history, nights, 'series',
                                 {'pooled_nights': len(res['new'])}))
@@ -242,9 +237,7 @@ def _judge_factor(ft, t, levels, night, present, group, history):
             p = min(p_down, p_up)
             if p < opt['alpha_system'] and abs(math.expm1(est)) >= opt['min_effect']:
                 status = 'regression' if est < 0 else 'improvement'
-                ft.direction = -1 if est < 0 else 1
-                ft.since = since = change_start(levels, t, ft.direction, res['k'])
-                ft.excluded.update(u for u in levels if since <= u <= t)
+                since = ft.start_change(levels, t, -1 if est < 0 else 1, res['k'])
     fio = [tr for tr in present if is_baseline_params(history.keys[tr.kid][4])]
     fio_change = None
     if fio and hist and est is not None:

@@ -29,9 +29,10 @@ def flags_from_findings(findings, history, shown):
         out.append(f)
         seen.add(sk + (f['night'],))
         if f.get('since'):
-            out += [dict(f, night=n) for n in nights.get(sk, [])
-                    if f['since'] <= n < f['night'] and sk + (n,) not in seen]
-            seen.update(sk + (n,) for n in nights.get(sk, []) if f['since'] <= n < f['night'])
+            during = [n for n in nights.get(sk, []) if f['since'] <= n < f['night']
+                      and sk + (n,) not in seen]
+            out += [dict(f, night=n) for n in during]
+            seen.update(sk + (n,) for n in during)
     return out
 
 
