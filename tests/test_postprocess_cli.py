@@ -1,6 +1,7 @@
 """`python -m postprocess` end to end on committed perflogs: outputs, messages, exit codes."""
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -178,7 +179,7 @@ def test_report_writes_pngs_and_html(tmp_path):
     (tmp_path / 'darshan').mkdir()
     (tmp_path / 'darshan' / 'index.html').write_text('<html></html>')
     proc = pp('report', '--perflogs', SYNTH, '-o', tmp_path, '--value', 'efficiency',
-              '--max-history-plots', '3')
+              '--max-history-plots', '14')
     assert proc.returncode == 0, proc.stderr
     pngs = sorted(p.name for p in (tmp_path / 'figures').glob('*.png'))
     kinds = {name.split('_')[0] for name in pngs}
@@ -188,8 +189,17 @@ def test_report_writes_pngs_and_html(tmp_path):
     page = (tmp_path / 'index.html').read_text()
     assert page.count('<img ') == len(pngs)
     assert 'href="darshan/index.html"' in page and 'regression' in page
-    # the flagged series come first under a limit
-    assert any('mpiio_collective' in n and n.startswith('history_write') for n in pngs)
+    # each of the 14 chosen series is drawn once: of the first 12 those with two nights or more
+    # interactive, the rest as PNGs (the fio baseline has no efficiency of its own)
+    figures = re.findall(r'<figure id="(h-\d+-(?:write|read))"', page)
+    history_pngs = [n for n in pngs if n.startswith('history_')]
+    assert 0 < len(figures) <= 12 and len(figures) + len(history_pngs) == 14
+    assert not {f'h-{n.rsplit("_", 1)[1][:-4]}-{n.split("_")[1]}' for n in history_pngs} & set(figures)
+    # the flagged series come first under a limit: its line links its interactive figure
+    line = re.search(r'<li class="line regression".*?</li>', page, re.S).group(0)
+    assert 'mpiio/collective' in line and '<i>write</i>' in line
+    anchor = re.search(r'href="#(h-\d+-write)"', line).group(1)
+    assert anchor in figures
 
 
 def test_report_with_no_data_says_so(tmp_path):
@@ -199,5 +209,7 @@ def test_report_with_no_data_says_so(tmp_path):
     assert "no runs with a stripe setting other than 'default'" in proc.stderr
     page = (tmp_path / 'out' / 'index.html').read_text()
     assert 'No data for this figure' in page and 'Darshan' not in page
-    assert len(list((tmp_path / 'out' / 'figures').glob('history_*.png'))) == 2
+    drawn = len(list((tmp_path / 'out' / 'figures').glob('history_*.png'))) + \
+        page.count('<figure id="h-')
+    assert drawn == 2
     assert 'history: 14 series, 2 plotted' in proc.stderr

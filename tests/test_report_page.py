@@ -12,6 +12,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / 'tests'))
 
+from postprocess.history.perflog import PHASES  # noqa: E402
 from postprocess.report import html, verdict  # noqa: E402
 from test_report_summary import SYNTH, cases_for, pp, synthetic_findings  # noqa: E402
 
@@ -155,3 +156,51 @@ def test_report_with_findings_does_not_detect_and_circles_the_nights_since_a_cha
     assert all(f['status'] == 'improvement' for f in circled if key(f) == key(planted))
     assert [f['night'] for f in circled if key(f) == key(flagged)][0] == flagged['night']
     assert not flags_from_findings(findings, history, set())
+
+
+def test_interactive_history_shows_the_perflog_reference_band(tmp_path):
+    """The interactive figure replaces the series' PNG, so it carries the PNG's reference band:
+    the latest perflog reference of the series, shaded from ref*(1+lower) to ref*(1+upper)."""
+    import argparse
+    from bokeh.models import BoxAnnotation, Span
+    from postprocess.history import inputs
+    from postprocess.report import interactive
+    parser = argparse.ArgumentParser()
+    inputs.add_history_args(parser)
+    history = inputs.load_history(parser.parse_args(['--perflogs', str(SYNTH)]))
+    bands = history.reference_bands()
+    (kid, phase), (low, high, ref) = next(iter(sorted(bands.items())))
+    assert low < ref and (high is None or high > ref)
+    groups = history.groups()
+    nights = next(v for (k, p), v in groups.items() if k == kid and PHASES[p] == phase)
+    fig = interactive._figure('t', [__import__('datetime').date(2026, 11, i + 1)
+                                    for i in range(len(nights))], nights, {}, (low, high, ref))
+    boxes = [r for r in fig.center if isinstance(r, BoxAnnotation)]
+    spans = [r for r in fig.center if isinstance(r, Span)]
+    assert [b.bottom for b in boxes] == [low]
+    # no upper limit in the perflog: open upwards (Bokeh's default top is the frame's edge)
+    assert boxes[0].top == high if high is not None else not isinstance(boxes[0].top, float)
+    assert [s.location for s in spans] == [ref]
+    anchors, script, _ = interactive.history_figures(
+        history, [(kid, PHASES.index(phase))], [], 'bw_MiBps')
+    assert anchors and f'reference {ref:.4g} MiB/s' in script
+
+
+def test_history_figures_flagged_first_then_the_series_that_moved_most():
+    import argparse
+    from postprocess.history import inputs
+    from postprocess.report import plots
+    parser = argparse.ArgumentParser()
+    inputs.add_history_args(parser)
+    history = inputs.load_history(parser.parse_args(['--perflogs', str(SYNTH)]))
+    series = sorted(history.groups())
+    assert len(series) >= 5
+
+    def finding_of(s, status, z):
+        key = history.key_dict(s[0])
+        return dict(key, phase=PHASES[s[1]], status=status, z=z, night='2026-11-12')
+    findings = [finding_of(series[4], 'ok', -2.5), finding_of(series[3], 'regression', -6.0),
+                finding_of(series[2], 'ok', 0.3), finding_of(series[1], 'ok', 1.9),
+                finding_of(series[0], 'insufficient history', None)]
+    chosen = plots.history_series(history, findings, max_plots=4)
+    assert chosen == [series[3], series[4], series[1], series[2]]

@@ -7,7 +7,7 @@ import sys
 from postprocess.common import atomic
 from postprocess.common.jsonfile import read_json
 from postprocess.history import inputs
-from postprocess.detect.suite import DEFAULTS
+from postprocess.detect.options import DEFAULTS
 
 
 def register(subparsers):
@@ -52,7 +52,9 @@ def run_verdict(args):
             raise UsageError('--confirm-perflogs needs --perflogs DIR and --system NAME')
         if not os.path.isdir(args.confirm_perflogs):
             raise UsageError(f"no such directory: --confirm-perflogs '{args.confirm_perflogs}'")
-        history_runs = inputs.load_runs(args)
+        # the nights the re-run is judged against (the detector's horizon), as run records:
+        # years of perflog lines as dicts would not fit in memory
+        history_runs = list(inputs.load_history(args, last_nights=DEFAULTS['horizon']).runs)
         confirm_runs, diag = read_perflogs(args.confirm_perflogs)
         confirm_runs = [r for r in confirm_runs if r['system'] == args.system]
         for message in diag:
@@ -109,7 +111,7 @@ def latest_per_series(findings):
 
 
 def run(args):
-    from postprocess.detect.suite import DEFAULTS, detect
+    from postprocess.detect.suite import detect
     if args.window < 1:
         from postprocess.common.errors import UsageError
         raise UsageError(f"--window must be >= 1, got '{args.window}'")

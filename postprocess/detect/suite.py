@@ -41,13 +41,10 @@ import numpy as np
 from postprocess.common.stats import holm, mad_sd, median_polish
 from postprocess.detect.evidence import (NightJudge, Track, build_tracks, continue_change,
                                          fresh_evidence, p_toward, t_tails, within_noise)
+from postprocess.detect.options import DEFAULTS
 from postprocess.detect.outliers import OUTLIER_K, outlier_indices
 from postprocess.history.perflog import PHASES
 
-DEFAULTS = {'window': 14, 'min_nights': 3, 'alpha': 0.1, 'alpha_improvement': 0.005,
-            'alpha_system': 0.002, 'alpha_continue': 0.01, 'alpha_confirm': 0.02,
-            'min_effect': 0.05, 'pool_nights': 3, 'min_common': 3,
-            'suspect_z': 1.0, 'empirical_null_min': 30, 'horizon': 60}
 SYSTEM_CHECK = '*'          # check/environ of a finding of scope `system`
 
 

@@ -327,6 +327,23 @@ class History:
             lst.sort(key=lambda item: self.sessions[item[0]]['start'])
         return out
 
+    def reference_bands(self):
+        """{(key_id, phase): (low, high or None, ref)} from each key's latest perflog reference
+        (the latest run of the key decides: without a reference there, no band)."""
+        kids = np.asarray(self.run_key)
+        uniq, first_from_end = np.unique(kids[::-1], return_index=True)
+        bands = {}
+        for kid, run_id in zip(uniq.tolist(), (kids.size - 1 - first_from_end).tolist()):
+            run = self.runs[run_id]
+            for phase in PHASES:
+                perf = run['perf'].get(f'{phase}_bw') or {}
+                ref = perf.get('ref')
+                if ref:
+                    lower, upper = perf.get('lower'), perf.get('upper')
+                    bands[(kid, phase)] = (ref * (1 + lower) if lower is not None else 0.0,
+                                           ref * (1 + upper) if upper is not None else None, ref)
+        return bands
+
     def rows(self, limit=None):
         """Plain dict rows (tidy table) for printing or CSV."""
         out = []

@@ -43,7 +43,7 @@ def history_window(args):
     shown = max(args.history_nights, html.SPARK_NIGHTS)
     if args.findings:
         return shown
-    from postprocess.detect.suite import DEFAULTS
+    from postprocess.detect.options import DEFAULTS
     return max(DEFAULTS['horizon'], shown + DEFAULTS['window'] + DEFAULTS['pool_nights'])
 
 
@@ -106,25 +106,28 @@ def build_report(args):
                                              f['check'], f['params'], f['phase']) in shown]
     else:
         night_flags = flags_from_findings(given, history, shown)
-    halves = (chosen[0::2], chosen[1::2])     # history figures on two workers, alike in cost
+    # every chosen series is drawn once: interactive (Bokeh, the flagged first, at most
+    # INTERACTIVE_MAX; ~0.1 s each, drawn here while the workers draw the PNGs), else as a PNG
+    live = interactive.drawable(history, chosen[:INTERACTIVE_MAX], args.value)
+    live_set = set(live)
+    as_png = [s for s in chosen if s not in live_set]
+    halves = (as_png[0::2], as_png[1::2])     # history figures on two workers, alike in cost
     tasks = [lambda n: plots.bandwidth_vs_ranks(history, figdir, n),
              lambda n: plots.stripe_heatmap(history, figdir, n),
              lambda n: plots.library_bars(history, figdir, n)] + \
         [lambda n, part=part: plots.history(history, night_flags, figdir, n, part,
                                             args.history_nights, summary=False)
          for part in halves if part]
-    # interactive figures cost ~0.1 s each (Bokeh), drawn here while the workers draw the PNGs:
-    # the flagged series first, at most INTERACTIVE_MAX; every chosen series still gets its PNG
     results, (anchors, script, divs) = parallel.run(
         tasks, parallel.workers(), lambda: interactive.history_figures(
-            history, chosen[:INTERACTIVE_MAX], night_flags, args.value, args.history_nights))
+            history, live, night_flags, args.value, args.history_nights))
     for _, task_notes in results:
         notes.extend(task_notes)
     drawn = {os.path.basename(f) for files, _ in results[3:] for f in files}
     history_files = [os.path.join(figdir, plots.history_png_name(history.keys[kid], PHASES[ph], kid))
-                     for kid, ph in chosen]
+                     for kid, ph in as_png]
     history_files = [f for f in history_files if os.path.basename(f) in drawn]
-    plots.history_notes(len(history.groups()), len(chosen), history_files, notes)
+    plots.history_notes(len(history.groups()), len(chosen), history_files + list(anchors), notes)
     sections = [('Bandwidth vs ranks', results[0][0]), ('Stripe count x stripe size', results[1][0]),
                 ('Library comparison (latest night)', results[2][0]),
                 ('History per check (PNG)', history_files)]
@@ -134,7 +137,7 @@ def build_report(args):
         anchors={keys[s]: a for s, a in anchors.items()},
         pngs={keys[s]: os.path.relpath(os.path.join(figdir, plots.history_png_name(
             history.keys[s[0]], PHASES[s[1]], s[0])), outdir).replace(os.sep, '/')
-            for s in chosen})
+            for s in as_png})
     plot_list = [(a, '', divs[a]) for s, a in anchors.items()]
     darshan = None
     if args.darshan_json:

@@ -1,27 +1,29 @@
 """Interactive history (Bokeh, embedded inline: the page opens from file:// with no network).
 
 One small figure per (key, phase): every repetition as a grey dot, the night medians as a line,
-flagged nights circled; hover shows night, median and repetitions; drag to pan, wheel or box to
+flagged nights circled, the perflog's reference band shaded; hover shows night, median and repetitions; drag to pan, wheel or box to
 zoom. Only Bokeh's core library is inlined (1.2 MB; widgets, tables and MathJax are not used).
 """
 import datetime
 
 import numpy as np
-from bokeh.embed import components
-from bokeh.models import ColumnDataSource, HoverTool
-from bokeh.plotting import figure
-from bokeh.resources import Resources
 
 from postprocess.history.perflog import PHASES
+
+# Bokeh is imported where used (~0.4 s): the report imports it after forking its PNG workers,
+# so the import overlaps their drawing instead of delaying it.
 
 FLAG_COLOR = {'regression': '#c62828', 'improvement': '#2e7d32', 'unconfirmed': '#ef6c00'}
 
 
 def resources_js():
+    from bokeh.resources import Resources
     return Resources(mode='inline', components=['bokeh']).render_js()
 
 
-def _figure(title, days, nights, flags):
+def _figure(title, days, nights, flags, band=None):
+    from bokeh.models import BoxAnnotation, ColumnDataSource, HoverTool, Span
+    from bokeh.plotting import figure
     medians = [float(np.median(v)) for _, v in nights]
     when = np.array(days, dtype='datetime64[D]').astype('datetime64[ms]')  # Bokeh wants ms times
     night_src = ColumnDataSource({
@@ -47,35 +49,50 @@ def _figure(title, days, nights, flags):
         fig.legend.location = 'top_left'
         fig.legend.background_fill_alpha = 0.6
         fig.legend.label_text_font_size = '10px'
+    if band:
+        low, high, ref = band      # no upper limit: the band is open upwards
+        fig.add_layout(BoxAnnotation(bottom=low, top=high, fill_color='#2e7d32', fill_alpha=0.12,
+                                     line_alpha=0))
+        fig.add_layout(Span(location=ref, dimension='width', line_color='#2e7d32',
+                            line_width=1))
     fig.add_tools(HoverTool(renderers=[dots, line], mode='vline', tooltips=[
         ('night', '@night'), ('median', '@median{0.0} MiB/s'), ('min–max', '@lo{0.0}–@hi{0.0}'),
         ('repetitions', '@n'), ('flag', '@status')]))
     return fig
 
 
+def drawable(history, series, value='bw_MiBps'):
+    """The (key_id, phase_id) of ``series`` that get an interactive figure: two nights or more
+    (one night is a dot, not a history; its numbers are in the table)."""
+    groups = history.groups(value)
+    return [s for s in series if len(groups.get(s) or ()) >= 2]
+
+
 def history_figures(history, series, findings, value='bw_MiBps', last_nights=None):
-    """({series: anchor id}, script, {anchor id: div}) for the (key_id, phase_id) in ``series``."""
+    """({series: anchor id}, script, {anchor id: div}) for the drawable (key_id, phase_id) in
+    ``series``."""
+    series = drawable(history, series, value)
     if not series:
         return {}, '', {}
     groups = history.groups(value)
+    bands = history.reference_bands() if value == 'bw_MiBps' else {}
     flags = {}
     for f in findings:
         flags.setdefault((f['system'], f['partition'], f['environ'], f['check'], f['params'],
                           f['phase']), {})[f['night']] = f['status']
     figs, anchors = {}, {}
     for kid, phase_id in series:
-        nights = groups.get((kid, phase_id))
-        if not nights or len(nights) < 2:
-            continue            # one night is a dot, not a history (its numbers are in the table)
+        nights = groups[(kid, phase_id)]
         nights = nights[-last_nights:] if last_nights else nights
         key = history.keys[kid]
         phase = PHASES[phase_id]
         days = [datetime.date.fromisoformat(history.sessions[s]['night']) for s, _ in nights]
         anchor = f'h-{kid}-{phase}'
         anchors[(kid, phase_id)] = anchor
-        figs[anchor] = _figure(f'{key[3]} · {phase}', days, nights, flags.get(key + (phase,), {}))
-    if not figs:
-        return {}, '', {}
+        band = bands.get((kid, phase))
+        title = f'{key[3]} · {phase}' + (f' · reference {band[2]:.4g} MiB/s' if band else '')
+        figs[anchor] = _figure(title, days, nights, flags.get(key + (phase,), {}), band)
+    from bokeh.embed import components
     script, divs = components(figs)
     return anchors, script, divs
 

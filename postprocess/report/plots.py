@@ -11,6 +11,7 @@ Every function returns the list of files written; with no data it writes nothing
 """
 import collections
 import datetime
+import math
 import re
 
 import matplotlib
@@ -155,32 +156,22 @@ def stripe_heatmap(history, outdir, notes):
     return written
 
 
-def _reference_bands(history):
-    """{(key_id, phase): (low, high or None, ref)} from each key's latest perflog reference (the
-    latest run of the key decides: without a reference there, no band)."""
-    kids = np.asarray(history.run_key)
-    uniq, first_from_end = np.unique(kids[::-1], return_index=True)
-    bands = {}
-    for kid, run_id in zip(uniq.tolist(), (kids.size - 1 - first_from_end).tolist()):
-        run = history.runs[run_id]
-        for phase in PHASES:
-            perf = run['perf'].get(f'{phase}_bw') or {}
-            ref = perf.get('ref')
-            if ref:
-                lower, upper = perf.get('lower'), perf.get('upper')
-                bands[(kid, phase)] = (ref * (1 + lower) if lower is not None else 0.0,
-                                       ref * (1 + upper) if upper is not None else None, ref)
-    return bands
-
-
 def history_series(history, findings, max_plots=40):
-    """The (key_id, phase_id) series to plot: flagged ones first, at most ``max_plots``."""
-    flagged = {(f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase'])
-               for f in findings if f['status'] in ('regression', 'improvement')}
+    """The (key_id, phase_id) series to plot, at most ``max_plots``: flagged ones first, then
+    those that moved most tonight (|z| of their finding), so a calm night still shows the
+    series nearest to a flag rather than an arbitrary few."""
+    flagged, moved = set(), {}
+    for f in findings:
+        key = (f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase'])
+        if f['status'] in ('regression', 'improvement'):
+            flagged.add(key)
+        if isinstance(f.get('z'), (int, float)) and math.isfinite(f['z']):
+            moved[key] = abs(f['z'])
 
     def priority(series):
         kid, phase_id = series
-        return (history.keys[kid] + (PHASES[phase_id],) not in flagged, kid, phase_id)
+        key = history.keys[kid] + (PHASES[phase_id],)
+        return (key not in flagged, -moved.get(key, 0.0), kid, phase_id)
 
     return sorted(history.groups(), key=priority)[:max(0, max_plots)]
 
@@ -200,7 +191,7 @@ def history(history, findings, outdir, notes, series=None, last_nights=None, pro
               f['night']): f['status'] for f in findings}
     groups = history.groups()
     series = list(groups) if series is None else series
-    bands = _reference_bands(history) if series else {}
+    bands = history.reference_bands() if series else {}
     for kid, phase_id in progress(series):
         nights = groups[(kid, phase_id)][-last_nights:] if last_nights else groups[(kid, phase_id)]
         phase = PHASES[phase_id]
