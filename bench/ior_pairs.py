@@ -3,9 +3,10 @@
 
 For each API (posix fpp/shared, mpiio independent/collective, hdf5 independent/collective) and rank
 count, runs N pairs; in pair k the order is iobench-then-IOR for even k, IOR-then-iobench for odd k,
-with `sync` and a settle pause before every run. Figures are the tools' own: iobench's JSON
-(`repetitions[0].<phase>.bw_MiBps`) and IOR's JSON summary (`bwMiB`), both bytes over
-open -> access -> fsync -> close of the slowest rank, MiB/s (2^20 bytes/s).
+with `sync` and a settle pause before every run. IOR runs with offset stamps (`-l o`: one word per
+4 KiB rewritten per transfer), the same per-transfer work as iobench's stamps (docs/ior.md). Figures
+are the tools' own: iobench's JSON (`repetitions[0].<phase>.bw_MiBps`) and IOR's JSON summary
+(`bwMiB`), both bytes over open -> access -> fsync -> close of the slowest rank, MiB/s (2^20 bytes/s).
 
 Cache defeat and process structure are the same on both sides: each tool runs its write phase
 (iobench `--phase write --keep`, IOR `-w -k -e`) and its read phase (iobench `--phase read`, IOR
@@ -45,13 +46,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_dd_ior import drop_cache, mpirun  # noqa: E402  (same directory)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'reframe_checks'))
 # one mapping iobench backend:mode -> IOR's arguments, shared with the IOR check
-from iobench_lib.ior_pairs import IOR_API as IOR_ARGS  # noqa: E402
+from iobench_lib.ior_pairs import IOR_API as IOR_ARGS, IOR_PACKET  # noqa: E402
 
 
 def ior_command(ior, api, np_, block, transfer, segments, path, phase, summary):
-    """The IOR command line for one phase (write: -w -k -e; read: -r -k)."""
+    """The IOR command line for one phase (write: -w -k -e; read: -r -k), offset stamps (-l o)."""
     return (mpirun(np_) + [ior] + IOR_ARGS[api] +
-            ["-b", block, "-t", transfer, "-s", str(segments), "-e", "-o", path,
+            ["-b", block, "-t", transfer, "-s", str(segments), "-e"] + IOR_PACKET + ["-o", path,
              "-O", "summaryFormat=JSON", "-O", f"summaryFile={summary}"] +
             (["-w", "-k"] if phase == "write" else ["-r", "-k"]))
 

@@ -54,9 +54,9 @@ typedef struct iob_var {
                                        * backend's choice. posix, mpiio, hdf5 and sionlib
                                        * (independent) honour it; adios2 buffers puts anyway. */
     /* Set by pattern ior for a backend with one_xfer_buffer: buf is then ONE buffer of xfer bytes (as
-     * IOR's), xfer_fill(c, v, off) puts the block's bytes at byte offset off into it right before each
-     * write call and xfer_read (may be NULL) looks at them right after each read call. NULL: buf holds
-     * the whole block. */
+     * IOR's), xfer_fill(c, v, off) makes it hold the block's bytes at byte offset off right before each
+     * write call (rewriting only what differs between transfers), and xfer_read (may be NULL) looks at
+     * them right after each read call. NULL: buf holds the whole block. */
     void (*xfer_fill)(struct iob_ctx *c, const struct iob_var *v, int64_t off);
     void (*xfer_read)(struct iob_ctx *c, const struct iob_var *v, int64_t off);
 } iob_var;

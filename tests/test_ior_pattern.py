@@ -1,13 +1,16 @@
 """`iobench --pattern ior`: IOR's byte layout, every built backend read-back verified, bad sizes.
 
 IOR's documented layout (github.com/hpc/ior, doc/USER_GUIDE, src/ior.c GetOffsetArraySequential):
-rank r's transfer k of segment s lies at  s*(ranks*block) + r*block + k*transfer  in a shared file,
-and at  s*block + k*transfer  in rank r's own file (-F). iobench writes, at every 8-byte element,
-the shared-file offset of that element / 8 + 1, so a kept file is checked here against the offsets
-the formula gives, per rank, segment and transfer. When an IOR binary is there (IOR_ROOT or PATH)
-the owner of every transfer in IOR's own file (IOR puts the rank in the upper 32 bits of each word)
-is compared with iobench's too, and the HDF5 files' datasets with IOR's.
+rank r's transfer k of segment s lies at  O = s*(ranks*block) + r*block + k*transfer  in a shared file,
+and at  s*block + k*transfer  in rank r's own file (-F). iobench stamps, as IOR's offset packets
+(-l o), the first 8-byte word of each 4 KiB of a transfer: word j (j % 512 == 0) holds
+O/8 + j + 1 (its shared-file offset / 8 + 1, in fpp files too); every other word holds -j. So a kept
+file is checked here against the offsets the formula gives, per rank, segment and transfer, static
+words included. When an IOR binary is there (IOR_ROOT or PATH) the offset and owner of every transfer
+in IOR's own file (-l o: rank in the upper 32 bits, the offset in the lower 32 bits of its stamps)
+are compared with iobench's too, and the HDF5 files' datasets with IOR's.
 """
+import glob
 import os
 import shutil
 import subprocess
@@ -19,8 +22,10 @@ import pytest
 from conftest import mpirun_cmd
 
 BLOCK, XFER, SEGS = 64 * 1024, 16 * 1024, 3
+XW, STAMP_EVERY = XFER // 8, 512          # words per transfer; one stamp per 4 KiB
 SIZES = ["--param", f"block={BLOCK // 1024}k", "--param", f"transfer={XFER // 1024}k",
          "--param", f"segments={SEGS}"]
+IOR_PACKET = ["-l", "o"]                  # as reframe_checks/iobench_lib/ior_pairs.IOR_PACKET
 
 
 def ior_binary():
@@ -33,10 +38,29 @@ def ior_args(backend, mode, tmp_path, *extra):
     return ["--backend", backend, "--mode", mode, "--pattern", "ior", *SIZES, "--dir", tmp_path, *extra]
 
 
+def shared_offset(P, r, s, k):
+    """IOR's shared-file byte offset of rank r's transfer k of segment s."""
+    return s * P * BLOCK + r * BLOCK + k * XFER
+
+
 def expected_transfer(P, r, s, k):
-    """The values iobench puts in rank r's transfer k of segment s: IOR's shared offset / 8 + 1."""
-    off = s * P * BLOCK + r * BLOCK + k * XFER
-    return np.arange(off // 8, (off + XFER) // 8, dtype=np.int64) + 1
+    """The words iobench writes in rank r's transfer k of segment s: stamps O/8 + j + 1 at j % 512 == 0,
+    -j elsewhere."""
+    j = np.arange(XW, dtype=np.int64)
+    return np.where(j % STAMP_EVERY == 0, shared_offset(P, r, s, k) // 8 + j + 1, -j)
+
+
+def layout_mismatches(data, P, rank=None):
+    """(segment, rank, transfer) of every transfer of a kept file that does not hold the words IOR's
+    offsets give: the shared file (rank None) or rank `rank`'s own file (fpp, s*block + k*transfer)."""
+    bad = []
+    for s in range(SEGS):
+        for r in range(P) if rank is None else [rank]:
+            for k in range(BLOCK // XFER):
+                off = shared_offset(P, r, s, k) if rank is None else s * BLOCK + k * XFER
+                if not np.array_equal(data[off // 8:off // 8 + XW], expected_transfer(P, r, s, k)):
+                    bad.append((s, r, k))
+    return bad
 
 
 @pytest.mark.parametrize("np_", [1, 2])
@@ -45,12 +69,9 @@ def test_shared_file_is_iors_segment_major_layout(run_iobench, tmp_path, np_):
     assert proc.returncode == 0, proc.stderr
     data = np.fromfile(tmp_path / "lay.rep0", dtype="<i8")
     assert data.size * 8 == SEGS * np_ * BLOCK == doc["file_size"]
-    for s in range(SEGS):
-        for r in range(np_):
-            for k in range(BLOCK // XFER):
-                off = s * (np_ * BLOCK) + r * BLOCK + k * XFER          # IOR's offset
-                got = data[off // 8:(off + XFER) // 8]
-                assert np.array_equal(got, expected_transfer(np_, r, s, k)), (s, r, k)
+    assert layout_mismatches(data, np_) == []
+    stamps = np.arange(data.size) % STAMP_EVERY == 0     # stamps >= 1 exactly there, statics < 0
+    assert (data[stamps] >= 1).all() and (data[~stamps] < 0).all()
 
 
 def test_file_per_process_is_iors_layout(run_iobench, tmp_path):
@@ -61,10 +82,28 @@ def test_file_per_process_is_iors_layout(run_iobench, tmp_path):
     for r in range(np_):
         data = np.fromfile(tmp_path / f"lay.rep0.{r}", dtype="<i8")
         assert data.size * 8 == SEGS * BLOCK
-        for s in range(SEGS):
-            for k in range(BLOCK // XFER):
-                off = s * BLOCK + k * XFER                               # IOR -F offset in rank r's file
-                assert np.array_equal(data[off // 8:(off + XFER) // 8], expected_transfer(np_, r, s, k))
+        assert layout_mismatches(data, np_, rank=r) == []
+    other = np.fromfile(tmp_path / "lay.rep0.0", dtype="<i8")
+    assert layout_mismatches(other, np_, rank=1) == [(s, 1, k) for s in range(SEGS) for k in range(BLOCK // XFER)]
+
+
+def test_layout_check_names_swapped_and_altered_transfers(run_iobench, tmp_path):
+    """The layout check can fail: two transfers swapped in a kept shared file, and one static word
+    changed in a third, are named and nothing else."""
+    np_ = 2
+    proc, _ = run_iobench(ior_args("posix", "shared", tmp_path, "--keep", "--name", "sw"), np=np_)
+    assert proc.returncode == 0, proc.stderr
+    data = np.fromfile(tmp_path / "sw.rep0", dtype="<i8")
+    a, b = shared_offset(np_, 0, 1, 2) // 8, shared_offset(np_, 1, 1, 2) // 8
+    data[a:a + XW], data[b:b + XW] = data[b:b + XW].copy(), data[a:a + XW].copy()
+    data[shared_offset(np_, 1, 2, 3) // 8 + 7] = -8
+    assert layout_mismatches(data, np_) == [(1, 0, 2), (1, 1, 2), (2, 1, 3)]
+
+
+def expected_shared_file(P):
+    """Every word of the whole shared file, in file order."""
+    return np.concatenate([expected_transfer(P, r, s, k) for s in range(SEGS) for r in range(P)
+                           for k in range(BLOCK // XFER)])
 
 
 @pytest.mark.parametrize("mode", ["independent", "collective"])
@@ -73,7 +112,7 @@ def test_mpiio_and_hdf5_files_hold_the_same_layout(run_iobench, iobench_backends
     proc, _ = run_iobench(ior_args("mpiio", mode, tmp_path, "--keep", "--name", "m"), np=np_)
     assert proc.returncode == 0, proc.stderr
     flat = np.fromfile(tmp_path / "m.rep0", dtype="<i8")
-    assert np.array_equal(flat, np.arange(1, flat.size + 1))      # value = offset/8 + 1 everywhere
+    assert np.array_equal(flat, expected_shared_file(np_))
     if "hdf5" not in iobench_backends or not shutil.which("h5dump"):
         pytest.skip("no hdf5 backend or no h5dump: HDF5 layout not inspected")
     proc, _ = run_iobench(ior_args("hdf5", mode, tmp_path, "--keep", "--name", "h"), np=np_)
@@ -84,7 +123,24 @@ def test_mpiio_and_hdf5_files_hold_the_same_layout(run_iobench, iobench_backends
                         str(tmp_path / "h.rep0")], check=True, capture_output=True)
         seg = np.fromfile(out, dtype="<i8")
         n = np_ * BLOCK // 8
-        assert np.array_equal(seg, np.arange(s * n, (s + 1) * n) + 1), s
+        assert np.array_equal(seg, expected_shared_file(np_)[s * n:(s + 1) * n]), s
+
+
+@pytest.mark.parametrize("backend, mode", [("adios2", "bp5"), ("adios2", "bp4"), ("sionlib", "independent"),
+                                           ("sionlib", "collective")])
+def test_whole_block_backends_write_the_same_words(run_iobench, iobench_backends, tmp_path, backend, mode):
+    """adios2 and sionlib fill a whole-block buffer instead of one transfer buffer: each rank's block of
+    each segment lands in their files with the same words as posix, mpiio and hdf5 write."""
+    if mode not in iobench_backends.get(backend, []):
+        pytest.skip(f"{backend} {mode} not built")
+    np_ = 2
+    proc, _ = run_iobench(ior_args(backend, mode, tmp_path, "--keep", "--name", "wb"), np=np_)
+    assert proc.returncode == 0, proc.stderr
+    kept = [open(f, "rb").read() for f in glob.glob(str(tmp_path / "**"), recursive=True) if os.path.isfile(f)]
+    for s in range(SEGS):
+        for r in range(np_):
+            block = np.concatenate([expected_transfer(np_, r, s, k) for k in range(BLOCK // XFER)])
+            assert any(block.astype("<i8").tobytes() in raw for raw in kept), (s, r)
 
 
 def test_every_built_backend_reads_back_verified(run_iobench, iobench_backends, tmp_path):
@@ -134,51 +190,72 @@ def test_bad_sizes_one_line_exit_2_nothing_created(iobench, tmp_path, params, wo
 @pytest.mark.skipif(ior_binary() is None, reason="no IOR binary (IOR_ROOT or ior on PATH): "
                     "IOR's own files not compared")
 @pytest.mark.parametrize("fpp", [False, True])
-def test_owner_of_every_transfer_matches_iors_own_file(run_iobench, tmp_path, fpp):
+def test_offset_owner_and_stamps_of_every_transfer_match_iors_own_file(run_iobench, tmp_path, fpp):
+    """IOR -l o (as the comparison runs it) stamps word i of a transfer at offset O, i % 512 == 0, with
+    rank << 32 | (O * (i/512 + 1)) mod 2^32 (utilities.c update_write_memory_pattern); iobench stamps
+    the same words. Per transfer, IOR's owner and offset must be iobench's."""
     np_ = 2
     mode = "fpp" if fpp else "shared"
     proc, _ = run_iobench(ior_args("posix", mode, tmp_path, "--keep", "--name", "iob"), np=np_)
     assert proc.returncode == 0, proc.stderr
     cmd = mpirun_cmd(np_) + [ior_binary(), "-a", "POSIX", "-b", str(BLOCK), "-t", str(XFER), "-s",
-                             str(SEGS), "-w", "-k", "-o", str(tmp_path / "ior.dat")] + (["-F"] if fpp else [])
+                             str(SEGS), *IOR_PACKET, "-w", "-k", "-o", str(tmp_path / "ior.dat")] + (
+                                 ["-F"] if fpp else [])
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
     files = [(f"iob.rep0.{r}", f"ior.dat.{r:08d}") for r in range(np_)] if fpp else [("iob.rep0", "ior.dat")]
     for mine, theirs in files:
         a = np.fromfile(tmp_path / mine, dtype="<i8")
         b = np.fromfile(tmp_path / theirs, dtype="<u8")
         assert a.size == b.size
-        owner_iob = ((a[:: XFER // 8] - 1) * 8 % (np_ * BLOCK)) // BLOCK   # per transfer
-        owner_ior = b[:: XFER // 8] >> 32
-        assert np.array_equal(owner_iob, owner_ior.astype(np.int64)), (mine, theirs)
+        shared = (a[::XW] - 1) * 8                                    # iobench: shared offset per transfer
+        owner_iob = shared % (np_ * BLOCK) // BLOCK
+        off_iob = shared // (np_ * BLOCK) * BLOCK + shared % BLOCK if fpp else shared   # offset in this file
+        assert np.array_equal(owner_iob, (b[::XW] >> 32).astype(np.int64)), (mine, theirs)
+        assert np.array_equal(off_iob, (b[::XW] & 0xFFFFFFFF).astype(np.int64)), (mine, theirs)
+        i = np.arange(a.size)
+        stamped = i % STAMP_EVERY == 0
+        assert (a[stamped] >= 1).all() and (a[~stamped] < 0).all()    # iobench's stamps: the same words
+        o = np.repeat(off_iob, XW)[stamped].astype(np.uint64)
+        want = (o * (i[stamped] % XW // STAMP_EVERY + 1).astype(np.uint64)) & np.uint64(0xFFFFFFFF)
+        assert np.array_equal(b[stamped] & np.uint64(0xFFFFFFFF), want), (mine, theirs)
 
 
-def _word_offset_in_file(path, value):
-    """Byte offset of the one 8-byte little-endian word holding `value` in a file (HDF5: inside a
-    dataset; the values are unique in the data and checked to be unique in the file)."""
-    raw = np.fromfile(path, dtype=np.uint8)
-    words = np.lib.stride_tricks.sliding_window_view(raw, 8)
-    hits = np.flatnonzero((words == np.frombuffer(np.int64(value).tobytes(), np.uint8)).all(axis=1))
-    assert hits.size == 1, (path, value, hits[:5])
-    return int(hits[0])
+def _word_offset(files, value):
+    """(path, byte offset) of the one 8-byte little-endian word holding `value` among the kept files
+    (a stamp: unique in the data, and checked to be unique in the files)."""
+    hits = []
+    for path in files:
+        raw = np.fromfile(path, dtype=np.uint8)
+        words = np.lib.stride_tricks.sliding_window_view(raw, 8)
+        hits += [(path, int(h)) for h in
+                 np.flatnonzero((words == np.frombuffer(np.int64(value).tobytes(), np.uint8)).all(axis=1))]
+    assert len(hits) == 1, (value, hits[:5])
+    return hits[0]
 
 
+@pytest.mark.parametrize("word", [5, 512])           # a static word, a stamp
 @pytest.mark.parametrize("backend, mode", [("posix", "shared"), ("posix", "fpp"), ("mpiio", "independent"),
                                            ("mpiio", "collective"), ("hdf5", "independent"),
-                                           ("hdf5", "collective")])
-def test_verify_rereads_untimed_and_names_the_bad_transfer(run_iobench, iobench_backends, tmp_path, backend,
-                                                           mode):
-    """One transfer buffer: the timed read looks at nothing (IOR -r), --verify (the default) re-reads the file through
-    the backend and checks every transfer (IOR -R), naming rank, segment, transfer and byte."""
-    if backend not in iobench_backends:
-        pytest.skip(f"{backend} not built")
-    np_, r, s, k, word = 2, 1, 2, 3, 5
+                                           ("hdf5", "collective"), ("adios2", "bp5"),
+                                           ("sionlib", "independent")])
+def test_verify_checks_every_word_and_names_the_bad_transfer(run_iobench, iobench_backends, tmp_path, backend,
+                                                             mode, word):
+    """One transfer buffer (posix, mpiio, hdf5): the timed read looks at nothing (IOR -r), --verify (the
+    default) re-reads the file through the backend and checks every word (IOR -R); whole-block
+    backends (adios2, sionlib) compare their buffer after the read. Either names rank, segment,
+    transfer and byte, for a changed stamp and a changed static word alike."""
+    if mode not in iobench_backends.get(backend, []):
+        pytest.skip(f"{backend} {mode} not built")
+    np_, r, s, k = 2, 1, 2, 3
     proc, _ = run_iobench(ior_args(backend, mode, tmp_path, "--keep", "--name", "v", "--phase", "write"), np=np_)
     assert proc.returncode == 0, proc.stderr
-    path = tmp_path / ("v.rep0.1" if mode == "fpp" else "v.rep0")
+    kept = [f for f in glob.glob(str(tmp_path / "**"), recursive=True) if os.path.isfile(f)]
+    path, at = _word_offset(kept, int(expected_transfer(np_, r, s, k)[0]))   # the transfer's first stamp
     want = int(expected_transfer(np_, r, s, k)[word])
-    at = _word_offset_in_file(path, want)
     with open(path, "r+b") as f:
-        f.seek(at)
+        f.seek(at + 8 * word)
+        assert np.frombuffer(f.read(8), "<i8")[0] == want
+        f.seek(at + 8 * word)
         f.write(np.int64(-7).tobytes())
     proc, doc = run_iobench(ior_args(backend, mode, tmp_path, "--keep", "--name", "v", "--phase", "read",
                                      "--no-verify"), np=np_)

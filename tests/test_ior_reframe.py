@@ -105,4 +105,4 @@ def test_rank_counts_are_validated():
     iob = [i for i, ln in enumerate(lines) if ln.startswith('mpirun') and '/x/iobench' in ln]
     ior = [i for i, ln in enumerate(lines) if ln.startswith('mpirun') and '/y/ior' in ln]
     assert len(iob) == len(ior) == 6 and iob[0] < ior[0] and ior[2] < iob[2] and iob[4] < ior[4]
-    assert all('-a HDF5 -c -b 4m -t 1m -s 2 -e' in lines[i] for i in ior)
+    assert all('-a HDF5 -c -b 4m -t 1m -s 2 -e -l o ' in lines[i] for i in ior)   # offset stamps, as iobench's

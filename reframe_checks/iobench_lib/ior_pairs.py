@@ -8,11 +8,12 @@ No IOR: the pairs fixture is skipped with that reason, and so (ReFrame: "skipped
 dependencies") is every IORCompare test on it. Nothing is faked.
 
 Measurement, the same for both tools (docs/ior.md): each pair runs each tool as two processes,
-write (iobench `--phase write --keep`, IOR `-w -k -e`: fsync inside the timed span) and read
-(iobench `--phase read`, IOR `-r -k -C`), with the files' pages dropped in between by
-`dd iflag=nocache count=0` (posix_fadvise DONTNEED on the whole file; the pages are clean after the
-fsync); iobench's read-only run drops the kept files' pages again on every node and records what
-stayed resident, and IOR -C makes each rank read another node's data when there are several.
+write (iobench `--phase write --keep`, IOR `-w -k -e -l o`: fsync inside the timed span, offset
+stamps per transfer as iobench's) and read (iobench `--phase read`, IOR `-r -k -C`), with the
+files' pages dropped in between by `dd iflag=nocache count=0` (posix_fadvise DONTNEED on the whole
+file; the pages are clean after the fsync); iobench's read-only run drops the kept files' pages
+again on every node and records what stayed resident, and IOR -C makes each rank read another
+node's data when there are several.
 Order alternates: iobench first in even pairs, IOR first in odd ones. Figures are the tools' own:
 iobench's result JSON (bw_MiBps) and IOR's JSON summary (bwMiB), MiB/s (2^20 bytes/s).
 """
@@ -43,6 +44,10 @@ IOR_API = {
     'hdf5:independent': ['-a', 'HDF5'],
     'hdf5:collective': ['-a', 'HDF5', '-c'],
 }
+#: IOR's data packet for every pair: offset stamps (-l o). Per transfer IOR then rewrites one word
+#: per 4 KiB of its buffer (utilities.c update_write_memory_pattern), the same per-transfer work as
+#: iobench --pattern ior; IOR's default (timestamp) rewrites nothing after filling it once.
+IOR_PACKET = ['-l', 'o']
 TOOLS = ('iobench', 'ior')
 
 
@@ -84,7 +89,8 @@ def pair_script(launch, iobench, ior, io, run_dir, size_mib, transfer, segments,
            f'--param block={size_mib}m --param transfer={transfer} --param segments={segments} '
            f'--dir {q(run_dir)} --name iob_pair --repeat 1 --verify --quiet')
     ior_cmd = (f'{launch} {q(ior)} {" ".join(IOR_API[io])} -b {size_mib}m -t {transfer} '
-               f'-s {segments} -e -o {q(os.path.join(run_dir, "ior_pair.dat"))} -O summaryFormat=JSON')
+               f'-s {segments} -e {" ".join(IOR_PACKET)} -o {q(os.path.join(run_dir, "ior_pair.dat"))} '
+               '-O summaryFormat=JSON')
     drop = ('for f in {}; do dd if="$f" iflag=nocache count=0 status=none; done')
     steps = {
         'iobench': lambda k: [f'{iob} --phase write --keep --json iobench_write.{k}.json',
