@@ -28,8 +28,10 @@ the number of such pairs).
 Usage: bench/ior_pairs.py --iobench build/iobench --ior /opt/ior/bin/ior --dir /scratch/x
            [--block 128m] [--transfer 1m] [--segments 2] [--ranks 1,2] [--pairs 5]
            [--apis posix:fpp,mpiio:collective,...] [--settle S] [--warm MiB] [--json out.json]
+       bench/ior_pairs.py --pool run1.json run2.json ...
 Prints one line per (api, ranks, phase): medians, the median of the per-pair ratios, the modes, and
-every pair.
+every pair. `--pool` reads the `--json` files of several runs with the same sizes and prints, per
+line, the median of the per-pair ratios of all their pairs and how many lines fall within ±5 %.
 """
 import argparse
 import glob
@@ -143,11 +145,34 @@ def mode_summary(pairs_bw):
     return counts, (statistics.median(same) if same else None), len(same)
 
 
+def pool(files):
+    """Median per-pair ratio of every (api, ranks, phase) over the pairs of several runs."""
+    ratios, sizes = {}, set()
+    for name in files:
+        with open(name) as f:
+            run = json.load(f)
+        sizes.add((run["block"], run["transfer"], run["segments"]))
+        for s in run["samples"]:
+            for i, phase in enumerate(("write", "read")):
+                ratios.setdefault((s["api"], s["ranks"], phase), []).append(s["iobench"][i] / s["ior"][i])
+    if len(sizes) != 1:
+        sys.exit(f"ior_pairs: error: --pool runs differ in block/transfer/segments: {sorted(sizes)}")
+    inside = 0
+    print(f"# pooled {len(files)} runs, block {run['block']}, transfer {run['transfer']}, "
+          f"segments {run['segments']}")
+    for (api, np_, phase), r in ratios.items():
+        med = statistics.median(r)
+        inside += abs(med - 1) <= 0.05
+        print(f"{api:18} {np_:2d} {phase:5} {med:6.3f} ({len(r)} pairs)")
+    print(f"{inside} of {len(ratios)} lines within 0.95-1.05")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pool", nargs="+", metavar="JSON", help="pool the --json files of earlier runs")
     ap.add_argument("--iobench", default="build/iobench")
     ap.add_argument("--ior", default=shutil.which("ior"))
-    ap.add_argument("--dir", required=True)
+    ap.add_argument("--dir")
     ap.add_argument("--block", default="128m")
     ap.add_argument("--transfer", default="1m")
     ap.add_argument("--segments", type=int, default=2)
@@ -159,6 +184,10 @@ def main():
                     help="MiB of memory to touch and free right before each tool process (see warm_memory)")
     ap.add_argument("--json", help="also write every sample here")
     a = ap.parse_args()
+    if a.pool:
+        return pool(a.pool)
+    if not a.dir:
+        ap.error("--dir is required")
     if not a.ior:
         sys.exit("ior_pairs: error: no IOR binary (--ior or ior on PATH) ''")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
