@@ -198,7 +198,7 @@ post() {
 regression=0
 post_failed=0
 post darshan-index "$run" -o "$run/post/darshan" -j 2 || post_failed=1
-post detect --perflogs "$results/perflogs" --system "$system" --json "$run/post/detect.json" \
+post detect --perflogs "$results/perflogs" --system "$system" --runs "$results/runs" --json "$run/post/detect.json" \
     > "$run/post/detect.txt" 2>&1
 detect_status=$?
 cat "$run/post/detect.txt"

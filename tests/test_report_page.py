@@ -70,13 +70,17 @@ def test_old_findings_without_issue11_fields_and_new_ones_with_them(tmp_path):
            finding(check='BenchIO %io=mpiio:collective', status='unconfirmed', change=-0.15)]
     a_old = verdict.build(old)['attention']
     assert [(a['kind'], a['since']) for a in a_old] == [('regression', '2026-11-12')]
-    a_new = verdict.build(new)['attention']
-    assert [(a['kind'], a['since']) for a in a_new] == [
-        ('regression', '2026-11-09'), ('system', '2026-11-11'), ('unconfirmed', '2026-11-12')]
+    built = verdict.build(new)
+    # red first (what moved many series, then series); the unconfirmed flag is not red
+    assert [(a['kind'], a['since']) for a in built['attention']] == [
+        ('system', '2026-11-11'), ('regression', '2026-11-09')]
+    assert [a['kind'] for a in built['notes']] == ['unconfirmed']
     page = Path(html.write_report(str(tmp_path / 'i.html'), [], new, [],
-                                  verdict=verdict.build(new))).read_text()
-    for label in ('>regression<', '>system-wide<', '>unconfirmed<', 'since 2026-11-09'):
+                                  verdict=built)).read_text()
+    for label in ('>regression<', '>system-wide<', '>unconfirmed<', 'since 2026-11-09',
+                  '2 things need your attention', 'Not red tonight: 1 flag'):
         assert label in page
+    assert page.index('Not red tonight') > page.index('>system-wide<')
 
 
 def test_ior_ratio_section_from_a_real_perflog_made_into_pairs(tmp_path):

@@ -240,7 +240,7 @@ def test_detect_json_has_the_contract_fields():
     for f in findings:
         assert {'system', 'partition', 'environ', 'check', 'params', 'phase', 'night', 'status',
                 'median', 'history_median', 'change', 'scope', 'since'} <= set(f), f
-        assert f['scope'] in ('series', 'system')
+        assert f['scope'] in ('series', 'system', 'stack', 'group')
         assert f['status'] in ('regression', 'improvement', 'ok', 'insufficient history')
 
 

@@ -1,157 +1,66 @@
-"""End to end: real `ci/nightly.sh` runs of quick-suite checks on re-dated nights, then iobench's
-writes made genuinely slower (an LD_PRELOAD library built here with cc delays large write/pwrite
-calls) for two nights: the nightly must exit 3 on both slowed nights -- one `system` finding for the
-write phase or the slowed checks named -- and 0 on the clean ones.
+"""End to end: real `ci/nightly.sh` runs of quick-suite checks on re-dated nights, then iobench made
+~20 % slower by bench/iofault.c (an LD_PRELOAD library built here with cc; fio untouched) for two
+nights, in two scenarios sharing the clean nights (bench/nights.py, as bench/real_replay.py):
 
-Re-dating: each run's perflog lines carry today's date while it judges itself; afterwards they are
-moved (in place, same length) to their own past night, so the next run sees them as history.
+* every iobench write and sync +25 % time: both slowed nights red with ONE I/O-stack (or
+  system-wide) write finding, confirmed by the re-run, the second night `since` the first;
+* only writes to HDF5 files: both slowed nights red with the HDF5 checks' group finding (or only
+  HDF5 write series), confirmed, `since` the first slowed night;
+
+and the clean nights green (exit 0; "watching" and unconfirmed lines allowed, never red).
 """
-import datetime
-import json
-import os
 import shutil
-import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-FIRST_NIGHT = datetime.date(2026, 1, 1)        # the re-dated nights: 2026-01-01, -02, ...
+sys.path.insert(0, str(REPO / 'bench'))
+import nights  # noqa: E402  (bench/nights.py)
+
 pytestmark = pytest.mark.reframe
 
-SLOW_WRITES = r'''
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdlib.h>
-#include <sys/types.h>
-#include <time.h>
-#include <unistd.h>
-/* Test-only: every write of >= 64 KiB also waits bytes / SLOW_WRITE_MIBPS, like a slower disk. */
-static void delay(size_t n) {
-    static double rate = 0;
-    if (rate == 0) {
-        const char *e = getenv("SLOW_WRITE_MIBPS");
-        rate = (e ? atof(e) : 200.0) * 1048576.0;
-    }
-    if (n < 65536) return;
-    double s = n / rate;
-    struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-ssize_t write(int fd, const void *b, size_t n) {
-    static ssize_t (*real)(int, const void *, size_t);
-    if (!real) real = dlsym(RTLD_NEXT, "write");
-    delay(n);
-    return real(fd, b, n);
-}
-ssize_t pwrite(int fd, const void *b, size_t n, off_t o) {
-    static ssize_t (*real)(int, const void *, size_t, off_t);
-    if (!real) real = dlsym(RTLD_NEXT, "pwrite");
-    delay(n);
-    return real(fd, b, n, o);
-}
-ssize_t pwrite64(int fd, const void *b, size_t n, off_t o) {
-    static ssize_t (*real)(int, const void *, size_t, off_t);
-    if (!real) real = dlsym(RTLD_NEXT, "pwrite64");
-    delay(n);
-    return real(fd, b, n, o);
-}
-'''
+# 4 HDF5 checks (BenchIO x2, HaccHDF5 x2) and 4 others (POSIX, MPI-IO): a group and a factor
+# each estimable without the other; fio, the filesystem's own reading
+CHECKS = ['BenchIO.*(posix|mpiio|hdf5):', 'HaccHDF5.*layout=individual', 'BaselineFio']
+CLEAN = 5
 
 
-def build_slow_writes(tmp_path):
+def red(outcome):
+    return [f for f in (outcome['verdict'] or {}).get('findings', [])
+            if f['status'] == 'regression']
+
+
+def test_real_sized_faults_named_on_both_slowed_nights_green_otherwise(tmp_path):
     if not shutil.which('cc'):
-        pytest.skip('no C compiler (cc)')
-    src = tmp_path / 'slow_writes.c'
-    src.write_text(SLOW_WRITES)
-    lib = tmp_path / 'libslow_writes.so'
-    subprocess.run(['cc', '-shared', '-fPIC', '-O2', '-o', str(lib), str(src), '-ldl'],
-                   check=True, capture_output=True)
-    return lib
-
-
-def redate(perflogs, sizes, night):
-    """Move the lines appended since ``sizes`` (path -> bytes) to ``night`` (YYYY-MM-DD), in place."""
-    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    for path in Path(perflogs).rglob('*.log'):
-        start = sizes.get(path, 0)
-        with open(path, 'r+b') as fp:
-            fp.seek(start)
-            tail = fp.read()
-            lines = tail.split(b'\n')
-            # the date of the completion time opens each data line; keep the clock time
-            lines = [night.encode() + ln[10:] if ln[:10] == today.encode() else ln for ln in lines]
-            fp.seek(start)
-            fp.write(b'\n'.join(lines))
-
-
-def nightly(results, names, env):
-    cmd = [str(REPO / 'ci' / 'nightly.sh'), '--tag', 'quick', '--system', 'local',
-           '--results', str(results)]
-    for n in names:
-        cmd += ['--name', n]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
-
-
-def run_nights(tmp_path, names, clean, slowed):
-    lib = build_slow_writes(tmp_path)
-    results = tmp_path / 'results'
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-               PYTHONPATH=str(REPO))
-    first = FIRST_NIGHT
-    outcomes = []
-    for i in range(clean + slowed):
-        perflogs = results / 'perflogs'
-        sizes = {p: p.stat().st_size for p in perflogs.rglob('*.log')} if perflogs.exists() else {}
-        run_env = dict(env)
-        if i >= clean:
-            run_env.update(LD_PRELOAD=str(lib), SLOW_WRITE_MIBPS='150')
-        proc = nightly(results, names, run_env)
-        verdict_path = results / 'latest' / 'post' / 'verdict.json'
-        verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
-        outcomes.append((proc.returncode, verdict, proc.stdout[-4000:] + proc.stderr[-2000:]))
-        redate(perflogs, sizes, (first + datetime.timedelta(days=i)).isoformat())
-        shutil.rmtree(results / 'cache', ignore_errors=True)    # the ingest cache saw the old dates
-    return outcomes
-
-
-def assert_verdicts(outcomes, clean, min_history=3):
-    for i, (status, verdict, out) in enumerate(outcomes):
-        if i < min_history:
-            assert status == 0, out           # too little history to judge: never red
-        elif i < clean:
-            assert status == 0, out
-            assert verdict is not None and verdict['status'] == 'ok', out
-        else:
-            assert status == 3, out
-            flagged = [f for f in verdict['findings'] if f['status'] == 'regression']
-            assert flagged, out
-            # the slowed writes are named (a loaded shared machine may add a real read change)
-            writes = [f for f in flagged if f['phase'] == 'write']
-            assert writes, out
-            assert verdict['confirmation'] == 'done', out
-            assert all(f.get('confirmation') == 'confirmed' for f in writes), out
-            if i == clean + 1:                # the second slowed night: still red, since the first
-                first_slow = (FIRST_NIGHT + datetime.timedelta(days=clean)).isoformat()
-                assert any(f.get('since') == first_slow for f in writes), out
-
-
-FAST = ['BenchIO.*posix:fpp', 'BaselineFio']
-SUITE = ['BenchIO.*posix:', 'BenchIO.*mpiio:independent', 'BaselineFio']
-
-
-def test_nightly_red_on_slowed_writes_green_otherwise_fast(tmp_path):
-    """CI's version: one BenchIO check and the fio baseline, 3 clean nights, 2 slowed."""
-    outcomes = run_nights(tmp_path, FAST, clean=3, slowed=2)
-    assert_verdicts(outcomes, clean=3)
-
-
-@pytest.mark.slow
-def test_nightly_red_on_slowed_writes_green_otherwise(tmp_path):
-    """Several quick-suite checks and fio, 6 clean nights, 2 slowed: a `system` finding for the
-    write phase (everything slowed) or the slowed checks named."""
-    outcomes = run_nights(tmp_path, SUITE, clean=6, slowed=2)
-    assert_verdicts(outcomes, clean=6)
-    for status, verdict, out in outcomes[6:]:
-        scopes = {f['scope'] for f in verdict['findings'] if f['status'] == 'regression'}
-        assert 'system' in scopes or len(scopes) == 1, out
+        pytest.skip('no C compiler (cc) for the fault library')
+    lib = nights.build_fault_lib(tmp_path)
+    clean_tree = tmp_path / 'clean'
+    clean = [nights.run_night(clean_tree, i, CHECKS, timeout=1200) for i in range(CLEAN)]
+    for i, night in enumerate(clean):
+        assert night['exit'] == 0, (i, night['out'])
+        assert night['verdict'] is None or night['verdict']['status'] == 'ok', night['out']
+    first_slow = nights.night_of(CLEAN)
+    for fault in ('write', 'hdf5'):
+        tree = tmp_path / fault
+        shutil.copytree(clean_tree / 'perflogs', tree / 'perflogs')
+        for i in (CLEAN, CLEAN + 1):
+            night = nights.run_night(tree, i, CHECKS, fault=fault, lib=lib, timeout=1200)
+            out = f"{fault} night {i + 1}: {night['out']}"
+            assert night['exit'] == 3, out
+            assert night['verdict']['confirmation'] == 'done', out
+            found = red(night)
+            if fault == 'write':
+                right = [f for f in found if f['scope'] in ('stack', 'system')
+                         and f['phase'] == 'write']
+            else:
+                right = [f for f in found if f['scope'] == 'group'
+                         and f['params'] == 'backend=hdf5' and f['phase'] == 'write']
+                right = right or [f for f in found if 'backend=hdf5' in f['params']]
+                assert right and all('backend=hdf5' in f['params'] or f['scope'] != 'series'
+                                     for f in found), out
+            assert right, out
+            assert all(f.get('confirmation') == 'confirmed' for f in right), out
+            assert all(f['since'] == first_slow for f in right), out
+            assert 'FAILED: performance regression detected' in night['out'], out

@@ -86,13 +86,14 @@ def winsorized_sd(residuals, dof):
     return float(math.sqrt(np.sum(clipped ** 2) / dof))
 
 
-def moderated_variances(variances, dofs):
+def moderated_variances(variances, dofs, max_prior_dof=None):
     """Empirical-Bayes shrinkage of per-series variances towards their common level (limma's
     moderated t): returns (shrunk variances, their degrees of freedom).
 
     The prior's degrees of freedom d0 come from how much more the log variances spread than
     chi-square noise alone explains: equal true noise -> d0 large -> nearly the common value;
-    very different series -> d0 small -> each keeps its own.
+    very different series -> d0 small -> each keeps its own. ``max_prior_dof`` caps d0: a prior
+    estimated from a few short histories must not outweigh every series' own evidence.
     """
     s2 = np.asarray(variances, dtype=float)
     d = np.asarray(dofs, dtype=float)
@@ -111,6 +112,8 @@ def moderated_variances(variances, dofs):
             f = special.polygamma(1, x) - excess
             x = max(x - f / special.polygamma(2, x), 1e-3)
         d0 = 2.0 * x
+    if max_prior_dof is not None:
+        d0 = min(d0, float(max_prior_dof))
     out = s2.copy()
     out[ok] = (d0 * s0 + d[ok] * s2[ok]) / (d0 + d[ok])
     out[~ok] = s0

@@ -5,6 +5,7 @@ import os
 import sys
 
 from postprocess.common import atomic
+from postprocess.common.findings import group_label, is_many
 from postprocess.common.jsonfile import read_json
 from postprocess.history import inputs
 from postprocess.detect.options import DEFAULTS
@@ -22,6 +23,9 @@ def register(subparsers):
     p.add_argument('--all-nights', action='store_true',
                    help='report every night, not only the latest of each key')
     p.add_argument('--json', metavar='FILE', help='also write the findings as JSON (atomically)')
+    p.add_argument('--runs', metavar='DIR',
+                   help="the nightly's run directories (RESULTS/runs): flags their confirmation "
+                        're-runs did not reproduce never start a change window (nor `since`)')
     p.set_defaults(func=run)
     v = subparsers.add_parser('verdict', help="tonight's verdict for ci/nightly.sh from detect's "
                                               'JSON, and the confirmation re-run')
@@ -77,20 +81,46 @@ def run_verdict(args):
     return doc['exit']
 
 
+def past_unconfirmed(runs_dir):
+    """{(system, partition, environ, check, params, phase): {night}} of the flags that earlier
+    nights' confirmation re-runs did not reproduce (RUN/post/verdict.json; unreadable ones are
+    passed over: they only sharpen `since`)."""
+    out = {}
+    try:
+        names = sorted(os.listdir(runs_dir))
+    except OSError:
+        return out
+    for name in names:
+        path = os.path.join(runs_dir, name, 'post', 'verdict.json')
+        try:
+            with open(path, encoding='utf-8') as fh:
+                doc = json.load(fh)
+            for f in doc.get('findings', []):
+                if f.get('status') == 'unconfirmed':
+                    key = tuple(str(f.get(k, '')) for k in
+                                ('system', 'partition', 'environ', 'check', 'params', 'phase'))
+                    out.setdefault(key, set()).add(str(f.get('night')))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return out
+
+
 def _pct(x):
     return 'n/a' if x is None else f'{x:+.1%}'
 
 
 def format_finding(f):
     since = f' since {f["since"]}' if f.get('since') else ''
-    if f.get('scope') == 'system':
+    if is_many(f):
         fio = f'; fio {_pct(f["fio_change"])}' if f.get('fio_change') is not None else ''
         z = '' if f['z'] is None else f', z {f["z"]:+.1f}'
-        what = (f'all checks {_pct(f["change"])} vs history{since} ({f["n"]} series, '
+        subject = (group_label(f) if f['scope'] == 'group' else
+                   'all checks' if f['scope'] == 'system' else 'all iobench checks (stack)')
+        what = (f'{subject} {_pct(f["change"])} vs history{since} ({f["n"]} series, '
                 f'{f["history_nights"]} nights{z}){fio}')
         return (f'{f["status"].upper():22s} {f["night"]} {f["system"]}:{f["partition"]} '
                 f'{f["phase"]}: {what}')
-    if f['history_median'] is None or f['change'] is None:
+    if f['history_median'] is None or f['change'] is None or f.get('expected_median') is None:
         versus = f'(n={f["n"]}; {f["history_nights"]} earlier nights)'
     else:
         versus = (f'vs expected {f["expected_median"]:.4g} ({_pct(f["change"])}{since}, '
@@ -106,7 +136,7 @@ def latest_per_series(findings):
     for f in findings:
         latest[(f['system'], f['partition'], f['environ'], f['check'], f['params'],
                 f['phase'])] = f
-    return sorted(latest.values(), key=lambda f: (f['scope'] != 'system', f['check'],
+    return sorted(latest.values(), key=lambda f: (f['scope'] == 'series', f['check'],
                                                   f['params'], f['phase']))
 
 
@@ -120,7 +150,8 @@ def run(args):
     history = inputs.load_history(args, last_nights=None if args.all_nights
                                   else DEFAULTS['horizon'])
     findings = detect(history, value=args.value, window=args.window,
-                      latest_only=not args.all_nights)
+                      latest_only=not args.all_nights,
+                      unconfirmed=past_unconfirmed(args.runs) if args.runs else None)
     if args.value == 'efficiency' and not findings:
         print('warning: no efficiency values: no fio baseline runs (backend=fio) in these '
               'sessions', file=sys.stderr)

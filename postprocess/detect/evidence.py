@@ -1,6 +1,7 @@
 """Evidence for one series (or one partition's common factor) on one night: levels per night,
 within-night noise, the test of tonight (or the nights since a suspected change) against the clean
 history, and the state of a detected change. postprocess/detect/suite.py explains the method."""
+import collections
 import functools
 import math
 
@@ -22,6 +23,7 @@ class Track:
         self.direction = 0
         self.excluded = set()       # nights inside detected changes: never history again
         self.z = {}                 # single-night z, for "suspected" pooling
+        self.unconfirmed = set()    # nights whose flag a confirmation re-run did not reproduce
 
     def start_change(self, levels, t, direction, window_start):
         """A change detected on night ``t``: its start (change points, within the test's window
@@ -99,19 +101,14 @@ def _sorted_median(s):
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2.0
 
 
-@functools.lru_cache(maxsize=None)
-def chi2_limit(dof):
-    # chi2.ppf(0.99) through the special function under it: scipy.stats costs ~1 s to import
-    return float(special.chdtri(max(dof, 1), 1.0 - 0.99) / max(dof, 1))
-
-
 class NightJudge:
     """Judging of one night of one system (all partitions and phases)."""
 
     def __init__(self, t, opt):
         self.t, self.opt = t, opt
         self.c = {}                 # (partition, phase) -> {night index: factor}
-        self.sigma2 = {}            # track -> (sigma^2, dof)
+        self.sigma2 = {}            # track -> (sigma^2, dof): within-night noise
+        self.spread = {}            # track -> (V, dof, V_own, dof_own): night-to-night variance
 
     def clean_before(self, track, k, levels):
         hist = [u for u in sorted(levels) if u < k and u not in track.excluded]
@@ -123,24 +120,72 @@ class NightJudge:
         return hl_var_factor(n) * s2 / n
 
     def test(self, track, new, hist, levels):
-        """Pooled mean of levels on nights ``new`` minus mean of ``hist``: (estimate, z, dof)."""
+        """Pooled mean of levels on nights ``new`` minus the robust level of ``hist``.
+
+        Night-to-night variance is always part of the test: the variance V of the series' nightly
+        levels, moderated towards its partition's (night_spread), gives tau^2 = V - (within-night
+        part) for each new night and V/h (Hodges-Lehmann factor) for the history's level. Returns
+        Evidence(est, z, dof, z_own, dof_own): z with the moderated V, z_own with the series' own
+        history alone (what "watching" asks of a flag)."""
         s2 = self.sigma2[track][0]
         n_of = track.n
         m, h = len(new), len(hist)
         r_hist = [levels[u] for u in hist]
         v_new = math.fsum(hl_var_factor(n_of[u]) * s2 / n_of[u] for u in new)
-        v_hist = math.fsum(hl_var_factor(n_of[u]) * s2 / n_of[u] for u in hist)
-        est = math.fsum(levels[u] for u in new) / m - math.fsum(r_hist) / h
-        expected = v_hist / h
-        observed = robust_var(r_hist)
-        # Night-to-night variance of the series beyond noise: counted only when the history shows
-        # it (chi-square test at 1 %): two weeks' estimate is noisy and, counted always, would
-        # blunt detection on a steady machine; big suites are guarded by the empirical null.
-        tau2 = observed - expected if observed > chi2_limit(h - 1) * expected else 0.0
-        var = v_new / m ** 2 + tau2 / m + v_hist / h ** 2 + tau2 / h
-        dof = self.sigma2[track][1] if tau2 == 0 else max(h - 1, 1)
-        z = est / math.sqrt(var) if var > 0 else (0.0 if est == 0 else math.copysign(1e9, est))
-        return est, z, dof
+        e_hist = math.fsum(hl_var_factor(n_of[u]) * s2 / n_of[u] for u in hist) / h
+        est = math.fsum(levels[u] for u in new) / m - robust_level(r_hist)
+        V, dof, V_own, dof_own = self.spread.get(track) or _own_spread(r_hist)
+        z = est / _sd(v_new, m, h, V, e_hist)
+        z_own = est / _sd(v_new, m, h, V_own, e_hist)
+        return Evidence(est, z, dof, z_own, dof_own)
+
+
+Evidence = collections.namedtuple('Evidence', 'est z dof z_own dof_own')
+
+
+def _own_spread(r_hist):
+    v = robust_var(r_hist)
+    return v, max(len(r_hist) - 1, 1), v, max(len(r_hist) - 1, 1)
+
+
+def _sd(v_new, m, h, V, e_hist):
+    """SD of (mean of m new levels) - (robust level of h history levels)."""
+    tau2 = max(V - e_hist, 0.0)
+    var = v_new / m ** 2 + tau2 / m + level_var_factor(h) * max(V, e_hist) / h
+    return math.sqrt(var) if var > 0 else 1e-12
+
+
+def robust_level(x):
+    """The history's level, robust to one wild night (the first run after a boot, a burst): the
+    median up to 4 nights (Hodges-Lehmann breaks down at one in three), then Hodges-Lehmann
+    (95 % as efficient as the mean, still robust to a wild night in five)."""
+    if len(x) < 5:
+        return float(np.median(x))
+    return hodges_lehmann(x)
+
+
+def level_var_factor(h):
+    """Var(robust_level of h levels) / (V / h)."""
+    return math.pi / 2.0 if h < 5 else hl_var_factor(h)
+
+
+def night_spread(night, present, levels):
+    """Night-to-night variance of each series' clean history levels, moderated across the
+    partition's series (limma's empirical Bayes, as the within-night sigma is), the prior weighing
+    at most ``prior_nights`` nights: a series with a short history borrows its partition's spread
+    rather than claiming none. Kept beside it: the series' own estimate (for "watching")."""
+    raw, dofs, own = [], [], []
+    for tr in present:
+        hist = night.clean_before(tr, night.t, levels[tr])
+        v = robust_var([levels[tr][u] for u in hist]) if len(hist) > 1 else float('nan')
+        raw.append(v if v > 0 else float('nan'))
+        dofs.append(len(hist) - 1)
+        own.append((v, max(len(hist) - 1, 1)))
+    mod, dmod = moderated_variances(raw, dofs, max_prior_dof=night.opt['prior_nights'])
+    for tr, v, d, (vo, do) in zip(present, mod, dmod, own):
+        if not np.isfinite(v) or v <= 0:
+            continue                # too few series to moderate: the test uses the own spread
+        night.spread[tr] = (float(v), float(max(d, 1)), vo if vo > 0 else float(v), do)
 
 
 def t_tails(z, dof):
@@ -168,9 +213,9 @@ def continue_change(track, t, levels, tester, night):
         track.since = None          # back nearer the old level than the changed one
         return None
     new = during + [t]
-    est, z, dof = tester(track, new, hist, levels)
+    ev = tester(track, new, hist, levels)
     track.excluded.add(t)
-    return est, z, dof, hist, new
+    return ev, hist, new
 
 
 def fresh_evidence(track, t, levels, tester, night):
@@ -181,30 +226,40 @@ def fresh_evidence(track, t, levels, tester, night):
     own z had tonight's sign and at least ``suspect_z`` (up to ``pool_nights`` in all). One test
     per series and night, so no multiplicity over windows; what the rule's look at earlier nights
     costs in false alarms is measured by bench/detection.py and caught by the confirmation re-run.
+    A leading night of the window that sits nearer the history's level than the pooled new level
+    only leaned that way: it is dropped, so ``since`` never names the quiet night before a change.
     """
     opt = night.opt
     hist = night.clean_before(track, t, levels)
     if len(hist) < opt['min_nights']:
         return None
-    est, z, dof = tester(track, [t], hist, levels)
-    track.z[t] = z
+    ev = tester(track, [t], hist, levels)
+    track.z[t] = ev.z
     k, hist_k = t, hist
     for back in range(1, opt['pool_nights']):
         u = t - back
         zu = track.z.get(u)
-        if u not in levels or u in track.excluded or zu is None or zu * z <= 0 \
-                or abs(zu) < opt['suspect_z']:
+        if u not in levels or u in track.excluded or zu is None or zu * ev.z <= 0 \
+                or abs(zu) < opt['suspect_z'] or u in track.unconfirmed:
             break
         hist_u = night.clean_before(track, u, levels)
         if len(hist_u) < opt['min_nights']:
             break
         k, hist_k = u, hist_u
-    if k == t:
-        return {'k': t, 'est': est, 'z': z, 'dof': dof, 'hist': hist, 'new': [t]}
-    hist = hist_k
     new = [u for u in range(k, t + 1) if u in levels]
-    est, z, dof = tester(track, new, hist, levels)
-    return {'k': k, 'est': est, 'z': z, 'dof': dof, 'hist': hist, 'new': new}
+    while len(new) > 1:
+        base = robust_level([levels[u] for u in hist_k])
+        step = math.fsum(levels[u] for u in new) / len(new) - base
+        if abs(levels[new[0]] - base) >= abs(levels[new[0]] - base - step):
+            break
+        new = new[1:]
+        hist_k = night.clean_before(track, new[0], levels)
+    if len(new) > 1:
+        ev = tester(track, new, hist_k, levels)
+    else:
+        hist_k = hist
+    return {'k': new[0], 'est': ev.est, 'z': ev.z, 'dof': ev.dof, 'z_own': ev.z_own,
+            'dof_own': ev.dof_own, 'hist': hist_k, 'new': new}
 
 
 def within_noise(night, present, span):

@@ -7,24 +7,25 @@ Per system, nights in order (a night = every session of the system that started 
    with its variance k_n * sigma^2 / n; sigma (within-night spread) is pooled over the series'
    recent nights and shrunk towards the partition's common value (empirical Bayes, limma style),
    so 3 repetitions still give a usable scale.
-2. Common factor. Per partition and phase, a median polish of the levels over the recent nights
-   splits them into series effects + a night factor c (fio baseline included). What moved every
-   series together is judged once, as a finding of scope ``system``; series are judged on their
-   residual r = level - c.
+2. Many series at once (detect/factors.py). Per partition and phase, the iobench checks' common
+   factor c (median polish; fio left out: it is the filesystem's own reading): a moving factor is
+   ONE finding, ``stack`` when fio stayed, ``system`` when fio moved with it. The checks of one
+   library or check family are one more level each (``group``). Series are judged on their
+   residual r = level - c (fio on its own level).
 3. Evidence. A series' residual tonight, pooled with the consecutive nights just before it that
    were already suspect (same sign, |z| >= ``suspect_z``, up to ``pool_nights`` in all: a window
-   fixed by that rule, one test per series), is compared with the mean of its clean history (the
-   last ``window`` nights not inside a detected change), Student t tails; extra night-to-night
-   variance is counted when the history clearly shows it. With >= 30 series the night's own spread
-   of z (empirical null) widens the scale if the model is too optimistic.
-4. Suite error rate, in two stages. Screening: Holm's step-down over all fresh tests of the system
-   that night, one family per direction, regressions at ``alpha`` (a screen: ~1 night in 4 of a
-   400-series suite carries a flag that is not a change), improvements at ``alpha_improvement``.
-   Confirmation: ci/nightly.sh re-runs the flagged checks right away (verdict.py); the re-run,
-   a fresh independent sample, alone against the history before the change, Holm over the
-   flags at ``alpha_confirm``: whatever the screen let through, the chance of a false red night
-   stays <= ``alpha_confirm`` (bench/detection.py). Holm, not Benjamini-Hochberg: the goal is no
-   false alarm on a night (family-wise), and BH lets false flags ride along with true ones.
+   fixed by that rule, one test per series), against the robust level (Hodges-Lehmann) of its
+   clean history (the last ``window`` nights not inside a detected change). Night-to-night
+   variance is always in the test, moderated towards the partition's (at most ``prior_nights`` of
+   prior weight). With >= 30 series the night's own spread of z (empirical null) widens the scale
+   if the model is too optimistic.
+4. Suite error rate, in two stages. Screening: Holm's step-down over all fresh series tests of the
+   system that night, regressions at ``alpha``, improvements at ``alpha_improvement``; factor and
+   group tests one family at ``alpha_system``. A series flag whose own history alone (its own
+   spread, Student t with its own nights' degrees of freedom) does not reach the level Holm gave
+   it is ``watching``: shown with its change, never red (a short history cannot tell a change from
+   a drift). Confirmation: ci/nightly.sh re-runs the flagged checks right away (verdict.py); the
+   re-run alone against the history before the change, Holm over the flags at ``alpha_confirm``.
 5. Persistence. A detected change stays (status regression/improvement) while tonight is closer to
    the changed level than to the old one and the nights since it still differ from the history
    (one-sided p < ``alpha_continue``); its nights never join the history that judges it, unless
@@ -32,32 +33,33 @@ Per system, nights in order (a night = every session of the system that started 
    the night it began, is named by change points over the judged span (Apache Otava's E-divisive,
    detect/changepoint.py).
 
-bench/detection.py replays simulated suites through the CLI and prints the figures (docs/verdicts.md).
+bench/detection.py replays simulated suites and bench/real_replay.py real nights (docs/verdicts.md).
 """
 import math
 
 import numpy as np
 
-from postprocess.common.stats import holm, mad_sd, median_polish
-from postprocess.detect.evidence import (NightJudge, Track, build_tracks, continue_change,
-                                         fresh_evidence, p_toward, t_tails, within_noise)
+from postprocess.common.stats import holm, mad_sd
+from postprocess.detect import factors
+from postprocess.detect.evidence import (NightJudge, build_tracks, continue_change, fresh_evidence,
+                                         night_spread, p_toward, t_tails, within_noise)
+from postprocess.detect.factors import SYSTEM_CHECK, is_baseline_params  # noqa: F401 (API)
 from postprocess.detect.options import DEFAULTS
 from postprocess.detect.outliers import OUTLIER_K, outlier_indices
 from postprocess.history.perflog import PHASES
 
-SYSTEM_CHECK = '*'          # check/environ of a finding of scope `system`
 
-
-def _system_levels(members, c):
+def _system_levels(members, c, baseline):
     """Residual levels of each track: {track: {night: level - common factor}}; nights without a
-    factor (outside tonight's span) keep their level."""
+    factor (outside tonight's span) keep their level, and so does fio (``baseline``) always."""
     shifts = [(u, cu) for u, cu in c.items() if math.isfinite(cu)]
     gone = [u for u, cu in c.items() if not math.isfinite(cu)]
     out = {}
     for tr in members:
         y = tr.y
         lv = dict(y)                # a C-level copy, then the few nights the factor covers
-        lv.update({u: y[u] - cu for u, cu in shifts if u in y})
+        if tr not in baseline:
+            lv.update({u: y[u] - cu for u, cu in shifts if u in y})
         for u in gone:
             lv.pop(u, None)
         out[tr] = lv
@@ -94,60 +96,116 @@ def _outliers(vals, phase):
     return outlier_indices(vals, OUTLIER_K.get(phase, 12.0))
 
 
-def _system_tester(night, present):
-    """Test of the common factor: its history's SD (floored at its estimation noise)."""
-    floor2 = 0.0
-    if present:
-        cell = [night.cell_var(tr, max(tr.n)) for tr in present
-                if tr in night.sigma2 and np.isfinite(night.sigma2[tr][0])]
-        if cell:
-            floor2 = (math.pi / 2.0) * float(np.median(cell)) / len(present)
+class _Many:
+    """The factor and group tracks of one system, and their findings night by night."""
 
-    def tester(track, new, hist, levels):
-        c_new = np.array([levels[u] for u in new])
-        c_hist = np.array([levels[u] for u in hist])
-        est = float(c_new.mean() - c_hist.mean())
-        var_c = max(float(np.var(c_hist, ddof=1)) if c_hist.size > 1 else 0.0, floor2, 1e-12)
-        var = var_c * (1.0 / len(new) + 1.0 / len(hist))
-        return est, est / math.sqrt(var), max(len(hist) - 1, 1)
-    return tester
+    def __init__(self, groups, history, opt):
+        self.history, self.opt = history, opt
+        self.keys_of = lambda tr: history.keys[tr.kid]
+        self.baseline = {tr for members in groups.values() for tr in members
+                         if is_baseline_params(self.keys_of(tr)[4])}
+        self.factor = {g: factors.new_track(*g) for g in groups}
+        self.plans = {g: factors.plan_groups(members, self.keys_of, opt['min_group'])
+                      for g, members in groups.items()}
+        self.group_track = {(g, k): factors.new_track(g[0], g[1], k)
+                            for g, plan in self.plans.items() for k in plan}
+
+    def common_factor(self, members, span, nights, carry):
+        """The common factor of one partition and phase: (c, nights it was estimated on)."""
+        checks = [tr for tr in members if tr not in self.baseline]
+        return factors.polish_factor(checks, span, nights, self.opt, carry)
+
+    def judge(self, g, members, present, t, span, nights, night, carry, c, sys_levels):
+        """Tonight's factor and group tests of one partition and phase (after night_spread)."""
+        opt, tests = self.opt, []
+        checks = [tr for tr in members if tr not in self.baseline]
+        checks_now = [tr for tr in present if tr not in self.baseline]
+        if t in sys_levels:
+            ft = self.factor[g]
+            ft.t_now = t
+            x = factors.judge(ft, t, sys_levels, night, checks_now, opt)
+            x.update(where=g, kind='factor', present=present)
+            tests.append(x)
+        for key, trs in self.plans[g].items():
+            now = [tr for tr in trs if t in tr.y]
+            if len(now) < opt['min_group']:
+                continue
+            mine = set(trs)
+            c_lgo, _ = factors.polish_factor([tr for tr in checks if tr not in mine], span,
+                                             nights, opt, carry)
+            gt = self.group_track[(g, key)]
+            gt.t_now = t
+            x = factors.judge(gt, t, factors.group_levels(trs, c_lgo, span), night, now, opt)
+            x.update(where=g, kind='group', key=key, trs=now, c=c_lgo, present=present)
+            if x['est'] is not None:
+                x['moved'] = factors.members_moved(now, c_lgo, t, x['hist'], math.expm1(x['est']))
+            tests.append(x)
+        return tests
+
+    def findings(self, tests, system, nights):
+        out = []
+        for x in tests:
+            partition, phase_id = x['where']
+            present = x['present']
+            sid = self.history.sessions[present[0].sid[x['track'].t_now]]['id']
+            change = None if x['est'] is None else math.expm1(x['est'])
+            if x['kind'] == 'factor':
+                fio = factors.baseline_change(present, self.keys_of, x['track'].t_now, x['hist'])
+                # fio moved with the checks: by half their change, or by a change of its own
+                # (10 %) -- the filesystem then has a part in it, whatever the stack adds
+                moved_too = (fio is not None and change is not None and fio * change > 0
+                             and abs(fio) >= min(abs(change) / 2.0, 0.1))
+                scope = 'system' if fio is None or moved_too else 'stack'
+                extra = {'fio_change': fio}
+                n = len(present)
+            else:
+                scope, n = 'group', len(x['trs'])
+                extra = {'params': x['key'], 'members': n, 'moved': x.get('moved')}
+            out.append(factors.finding(x, system, partition, PHASES[phase_id], nights, sid, n,
+                                       scope, extra))
+        return out
 
 
-def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_factor=()):
+def _mark_unconfirmed(tracks, nights, history, unconfirmed):
+    index = {n: i for i, n in enumerate(nights)}
+    for tr in tracks:
+        for night in unconfirmed.get(history.keys[tr.kid] + (PHASES[tr.phase_id],), ()):
+            if night in index:
+                tr.unconfirmed.add(index[night])
+
+
+def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_factor=(),
+                  unconfirmed=None):
     groups = {}
     for tr in tracks:
         groups.setdefault((tr.partition, tr.phase_id), []).append(tr)
-    factor = {g: Track(None, g[1], g[0]) for g in groups}
+    many = _Many(groups, history, opt)
+    if unconfirmed and tracks:
+        system = history.keys[tracks[0].kid][0]
+        index = {n: i for i, n in enumerate(nights)}
+        for (partition, phase_id), ft in many.factor.items():
+            key = (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, '', PHASES[phase_id])
+            ft.unconfirmed.update(index[n] for n in unconfirmed.get(key, ()) if n in index)
+        for ((partition, phase_id), gkey), gt in many.group_track.items():
+            key = (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, gkey, PHASES[phase_id])
+            gt.unconfirmed.update(index[n] for n in unconfirmed.get(key, ()) if n in index)
+    system = history.keys[tracks[0].kid][0] if tracks else ''
     out = []
     for t in range(len(nights)):
         night = NightJudge(t, opt)
         span = range(max(0, t - opt['window'] - opt['pool_nights']), t + 1)
-        fresh, sys_findings, rerun = [], [], []
+        fresh, rerun, many_tests = [], [], []
         for g, members in groups.items():
             present = [tr for tr in members if t in tr.y]
             if not present:
                 continue
             within_noise(night, present, span)
-            c = {u: 0.0 for u in span}
-            ft = factor[g]
-            if len(members) >= opt['min_common']:
-                y = np.array([[tr.y.get(u, np.nan) for u in span] for tr in members])
-                if (g[0], PHASES[g[1]]) not in estimate_factor:
-                    # a confirmation re-run of a few flagged checks cannot tell the machine's
-                    # state apart from their own change: it keeps tonight's factor
-                    y[:, [i for i, u in enumerate(span) if nights[u] == carry_night]] = np.nan
-                counts = np.isfinite(y).sum(axis=0)
-                _, cols = median_polish(y)
-                c, last = {}, (float(np.median(cols[counts > 0])) if np.any(counts > 0) else 0.0)
-                for i, u in enumerate(span):
-                    # too few series that night: the nearest earlier night's factor
-                    last = c[u] = float(cols[i]) if counts[i] >= opt['min_common'] else last
-                sys_levels = {u: c[u] for i, u in enumerate(span)
-                              if counts[i] >= opt['min_common']}
-                if t in sys_levels:
-                    sys_findings.append(_judge_factor(ft, t, sys_levels, night, present, g,
-                                                      history))
-            levels = _system_levels(present, c)
+            carry = None if (g[0], PHASES[g[1]]) in estimate_factor else carry_night
+            c, sys_levels = many.common_factor(members, span, nights, carry)
+            levels = _system_levels(present, c, many.baseline)
+            night_spread(night, present, levels)
+            many_tests += many.judge(g, members, present, t, span, nights, night, carry, c,
+                                     sys_levels)
             group_fresh = []
             for tr in present:
                 lv = levels[tr]
@@ -155,18 +213,18 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
                     # the re-run is a second, independent sample: it alone against the history
                     # before the change, one family over what is being confirmed (below)
                     hist = night.clean_before(tr, tr.since, lv)
-                    est, z, dof = night.test(tr, [t], hist, lv)
-                    rerun.append((tr, est, z, p_toward(z, dof, tr.direction), hist))
+                    ev = night.test(tr, [t], hist, lv)
+                    rerun.append((tr, ev.est, ev.z, p_toward(ev.z, ev.dof, tr.direction), hist))
                     continue
                 if tr.since is not None:
                     cont = continue_change(tr, t, lv, night.test, night)
                     if cont is not None:
-                        est, z, dof, hist, new = cont
-                        p = p_toward(z, dof, tr.direction)
+                        ev, hist, new = cont
+                        p = p_toward(ev.z, ev.dof, tr.direction)
                         if p < opt['alpha_continue']:
                             status = 'regression' if tr.direction < 0 else 'improvement'
-                            out.append(_finding(tr, t, status, est, z, p, nights[tr.since], hist,
-                                                history, nights, 'series'))
+                            out.append(_finding(tr, t, status, ev.est, ev.z, p, nights[tr.since],
+                                                hist, history, nights, 'series'))
                             continue
                         # the nights since no longer differ from the history: it was the first
                         # night's noise (or a short, lucky history), not a change; they rejoin
@@ -187,72 +245,50 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
                 if s0 > 1.0:
                     for _, res in group_fresh:
                         res['z'] /= s0
+                        res['z_own'] /= s0
             fresh += group_fresh
-        out += [f for f in sys_findings if f is not None]
+        factors.decide(many_tests, opt)
+        out += many.findings(many_tests, system, nights)
         for (tr, est, z, p, hist), kept in zip(rerun, holm([r[3] for r in rerun],
                                                            opt['alpha_confirm'])):
             status = ('regression' if tr.direction < 0 else 'improvement') if kept else 'ok'
             out.append(_finding(tr, t, status, est, z, p, nights[tr.since], hist, history, nights,
                                 'series'))
-        if not fresh:
-            continue
-        tails = [t_tails(res['z'], res['dof']) for _, res in fresh]
-        down = holm([p for p, _ in tails], opt['alpha'])
-        # improvements never turn a night red; a real one persists and pools evidence, so it
-        # can wait for stronger proof than a regression
-        up = holm([p for _, p in tails], opt['alpha_improvement'])
-        for (tr, res), (p_down, p_up), is_down, is_up in zip(fresh, tails, down, up):
-            change = math.expm1(res['est'])
-            status, since = 'ok', None
-            if (is_down and change <= -opt['min_effect']) or (is_up and change >= opt['min_effect']):
-                status = 'regression' if is_down else 'improvement'
-                since = nights[tr.start_change(res['levels'], t, -1 if is_down else 1,
-                                               res['k'])]
-            out.append(_finding(tr, t, status, res['est'], res['z'], min(p_down, p_up), since,
-                                res['hist'], history, nights, 'series',
-                                {'pooled_nights': len(res['new'])}))
+        if fresh:
+            out += _screen(fresh, t, nights, history, opt)
     return out
 
 
-def _judge_factor(ft, t, levels, night, present, group, history):
-    """The common factor of one partition and phase tonight: a finding of scope `system`."""
-    opt = night.opt
-    tester = _system_tester(night, present)
-    status, since, est, z, p, hist = 'ok', None, None, None, None, []
-    cont = continue_change(ft, t, levels, tester, night) if ft.since is not None else None
-    if cont is not None:
-        est, z, dof, hist, _ = cont
-        status = 'regression' if ft.direction < 0 else 'improvement'
-        since, p = ft.since, min(t_tails(z, dof))
-    else:
-        res = fresh_evidence(ft, t, levels, tester, night)
-        if res is None:
-            status = 'insufficient history'
-        else:
-            est, z, hist = res['est'], res['z'], res['hist']
-            p_down, p_up = t_tails(z, res['dof'])
-            p = min(p_down, p_up)
-            if p < opt['alpha_system'] and abs(math.expm1(est)) >= opt['min_effect']:
-                status = 'regression' if est < 0 else 'improvement'
-                since = ft.start_change(levels, t, -1 if est < 0 else 1, res['k'])
-    fio = [tr for tr in present if is_baseline_params(history.keys[tr.kid][4])]
-    fio_change = None
-    if fio and hist and est is not None:
-        tr = fio[0]
-        h = [u for u in hist if u in tr.y]
-        if h:
-            fio_change = math.expm1(tr.y[t] - float(np.mean([tr.y[u] for u in h])))
-    return {'status': status, 'scope': 'system', 'since': since, 'est': est, 'z': z, 'p': p,
-            'history_nights': len(hist), 'n': len(present), 'fio_change': fio_change,
-            'partition': group[0], 'phase': PHASES[group[1]], '_sid': present[0].sid[t], 't': t}
-
-
-def is_baseline_params(params):
-    return 'backend=fio' in params.split(',')
+def _screen(fresh, t, nights, history, opt):
+    """Holm over tonight's fresh series tests; a flag its own history cannot carry is watching."""
+    out = []
+    tails = [t_tails(res['z'], res['dof']) for _, res in fresh]
+    down = holm([p for p, _ in tails], opt['alpha'])
+    # improvements never turn a night red; a real one persists and pools evidence, so it
+    # can wait for stronger proof than a regression
+    up = holm([p for _, p in tails], opt['alpha_improvement'])
+    # the level Holm's first step asks of a flag: what the series' own history must reach too
+    own_level = opt['alpha'] / len(fresh)
+    for (tr, res), (p_down, p_up), is_down, is_up in zip(fresh, tails, down, up):
+        change = math.expm1(res['est'])
+        status, since = 'ok', None
+        if (is_down and change <= -opt['min_effect']) or (is_up and change >= opt['min_effect']):
+            status = 'regression' if is_down else 'improvement'
+            own = t_tails(res['z_own'], res['dof_own'])[0 if is_down else 1]
+            if status == 'regression' and own > own_level:
+                status = 'watching'
+            elif t in tr.unconfirmed:
+                status = 'unconfirmed'      # its re-run that night did not reproduce it
+            else:
+                since = nights[tr.start_change(res['levels'], t, -1 if is_down else 1, res['k'])]
+        out.append(_finding(tr, t, status, res['est'], res['z'], min(p_down, p_up), since,
+                            res['hist'], history, nights, 'series',
+                            {'pooled_nights': len(res['new'])}))
+    return out
 
 
 def detect(history, value='bw_MiBps', latest_only=False, series=None, last_nights=None,
-           carry_night=None, estimate_factor=(), **options):
+           carry_night=None, estimate_factor=(), unconfirmed=None, **options):
     """Findings for every series and night of a History (list of dicts, oldest first), plus one
     finding of scope `system` per partition, phase and night (check '*').
 
@@ -260,6 +296,9 @@ def detect(history, value='bw_MiBps', latest_only=False, series=None, last_night
     ``last_nights``: only each series' last N nights (earlier ones still serve as history).
     ``carry_night``: a night label (the confirmation re-run) whose common factor is carried from
     the night before, except for the (partition, phase) pairs in ``estimate_factor``.
+    ``unconfirmed``: {(system, partition, environ, check, params, phase): {night}} of earlier flags
+    their re-run did not reproduce (detect/cli.py past_unconfirmed): such a night never opens a
+    change window.
     """
     opt = dict(DEFAULTS)
     opt.update({k: v for k, v in options.items() if v is not None})
@@ -273,9 +312,10 @@ def detect(history, value='bw_MiBps', latest_only=False, series=None, last_night
     if horizon is not None and last_nights:
         horizon = max(horizon, last_nights + opt['window'] + opt['pool_nights'])
     for system, (tracks, nights) in build_tracks(history, value, horizon).items():
-        for f in _judge_system(tracks, nights, history, opt, carry_night, estimate_factor):
-            if f.get('scope') == 'system' and 't' in f:
-                f = _system_finding(f, system, nights, history)
+        if unconfirmed:
+            _mark_unconfirmed(tracks, nights, history, unconfirmed)
+        for f in _judge_system(tracks, nights, history, opt, carry_night, estimate_factor,
+                               unconfirmed or {}):
             f['value'] = value
             findings.append(f)
     keyed = {}
@@ -293,23 +333,10 @@ def detect(history, value='bw_MiBps', latest_only=False, series=None, last_night
         wanted = {history.keys[k] + (PHASES[p],) for k, p in series}
         kept = [f for f in kept if _series_key(f) in wanted]
     kept = [_complete(f) if '_track' in f else f for f in kept]
-    kept.sort(key=lambda f: (f['night'], f['scope'] != 'system', f['check'], f['params'],
+    kept.sort(key=lambda f: (f['night'], f['scope'] == 'series', f['check'], f['params'],
                              f['phase']))
     return kept
 
 
 def _series_key(f):
     return (f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase'])
-
-
-def _system_finding(raw, system, nights, history):
-    est = raw['est']
-    return {'system': system, 'partition': raw['partition'], 'environ': SYSTEM_CHECK,
-            'check': SYSTEM_CHECK, 'params': '', 'phase': raw['phase'], 'night': nights[raw['t']],
-            'status': raw['status'], 'scope': 'system',
-            'since': None if raw['since'] is None else nights[raw['since']],
-            'median': None if est is None else math.exp(est), 'history_median': 1.0,
-            'change': None if est is None else math.expm1(est), 'z': raw['z'], 'p': raw['p'],
-            'n': raw['n'], 'history_nights': raw['history_nights'],
-            'fio_change': raw['fio_change'], 'outliers': [],
-            'session': history.sessions[raw['_sid']]['id']}

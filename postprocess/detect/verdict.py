@@ -15,12 +15,15 @@ confirmation by a re-run of the flagged checks.
 """
 import datetime
 
+from postprocess.common.findings import is_many
+from postprocess.detect.factors import group_keys
 from postprocess.detect.suite import SYSTEM_CHECK, detect, is_baseline_params
 from postprocess.history.store import History
 
 FLAGS = ('regression', 'improvement')
 CONFIRM_LABEL = ' confirm'
 MAX_SYSTEM_RERUN = 4        # checks re-run to confirm a moving common factor (fio excluded)
+MAX_GROUP_RERUN = 6         # members re-run to confirm a moving group
 
 
 def _ran(report):
@@ -41,7 +44,7 @@ def scope_tonight(findings, report):
     partitions = {(k[0], k[1]) for k in ran}
     latest = {}
     for f in findings:
-        if f.get('scope') == 'system':
+        if is_many(f):
             if (f['system'], f['partition']) not in partitions:
                 continue
         elif (f['system'], f['partition'], f['environ'], f['check']) not in ran:
@@ -60,8 +63,16 @@ def rerun_targets(findings, report):
     for f in findings:
         if f['status'] not in FLAGS:
             continue
-        if f.get('scope') == 'system':
-            same = [g for g in findings if g.get('scope') != 'system' and g['phase'] == f['phase']
+        if f.get('scope') == 'group':
+            members = [g for g in findings if g.get('scope') == 'series'
+                       and g['phase'] == f['phase'] and g.get('change') is not None
+                       and (g['system'], g['partition']) == (f['system'], f['partition'])
+                       and f['params'] in group_keys(g['params'], g['check'])]
+            # the members that moved most the group's way: they carry its level at the re-run
+            members.sort(key=lambda g: g['change'] * (1 if f['change'] > 0 else -1), reverse=True)
+            chosen.update(_key(g) for g in members[:MAX_GROUP_RERUN])
+        elif is_many(f):
+            same = [g for g in findings if not is_many(g) and g['phase'] == f['phase']
                     and (g['system'], g['partition']) == (f['system'], f['partition'])
                     and g.get('change') is not None]
             base = [g for g in same if is_baseline_params(g['params'])]
@@ -101,7 +112,7 @@ def confirm(history_runs, confirm_runs, tonight_findings):
     for s in history.sessions:
         if s['id'].startswith('confirm:'):
             s['night'] = label
-    systems = {(f['partition'], f['phase']) for f in flagged if f.get('scope') == 'system'}
+    systems = {(f['partition'], f['phase']) for f in flagged if f.get('scope') in ('system', 'stack')}
     again = {(g['system'], g['partition'], g['environ'], g['check'], g['params'], g['phase']): g
              for g in detect(history, latest_only=True, carry_night=label,
                              estimate_factor=systems)
@@ -133,10 +144,11 @@ def summary(findings, stage):
         'regressions': len(regressions),
         'unconfirmed': sum(f['status'] == 'unconfirmed' for f in findings),
         'improvements': sum(f['status'] == 'improvement' for f in findings),
+        'watching': sum(f['status'] == 'watching' for f in findings),
         'findings': [f for f in findings if f['status'] not in ('ok', 'insufficient history')],
         'judged': len(findings),
     }
 
 
 def is_system(f):
-    return f.get('scope') == 'system' or f.get('check') == SYSTEM_CHECK
+    return is_many(f) or f.get('check') == SYSTEM_CHECK

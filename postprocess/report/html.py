@@ -10,12 +10,14 @@ import jinja2
 from markupsafe import Markup
 
 from postprocess.common import atomic
+from postprocess.common.findings import is_many, many_label
 from postprocess.report import verdict as vd
 from postprocess.report.interactive import sparkline
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'templates')
-LABEL = {'regression': 'regression', 'system': 'system-wide', 'failed': 'failed',
-         'unconfirmed': 'unconfirmed'}
+LABEL = {'regression': 'regression', 'system': 'system-wide', 'stack': 'I/O stack',
+         'group': 'group', 'failed': 'failed', 'unconfirmed': 'unconfirmed',
+         'watching': 'watching'}
 SPARK_NIGHTS = 30
 
 
@@ -77,9 +79,9 @@ def attention_lines(attention, info, darshan):
         # the change is against the expected level when the detector gives one (issue 11)
         check, median, history_median = vd.check_class(a['check']), a.get('median'), \
             a.get('expected_median', a.get('history_median'))
-        if a['kind'] == 'system':       # medians of a system-wide change are ratios, not MiB/s
+        if is_many(a):       # medians of a change of many series are ratios, not MiB/s
             check = f'{a["system"]}:{a["partition"]}'
-            what = a['check'] if a.get('check') not in (None, '', '*') else 'all checks'
+            what = many_label(a)
             median = history_median = None
         lines.append({
             'kind': a['kind'], 'label': LABEL[a['kind']], 'check': check,
@@ -136,6 +138,7 @@ def write_report(path, sections, findings, notes, darshan_index=None, title='ior
         # newer detection judges against an expected level (its change is relative to it)
         ref_label='expected' if any('expected_median' in f for f in findings) else 'history',
         attention=attention_lines(verdict['attention'], info, darshan_links),
+        not_red=attention_lines(verdict.get('notes', []), info, darshan_links),
         improvements=len(verdict['improvements']), skipped=verdict['skipped'],
         groups=groups(verdict['rest'], info, darshan_links, efficiency),
         darshan_index=_rel(darshan_index, outdir) if darshan_index else None,

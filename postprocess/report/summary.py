@@ -9,10 +9,12 @@ RUN_DIR/post/verdict.json (tonight's confirmed flags, written by ci/nightly.sh),
 import os
 import pathlib
 
+from postprocess.common.findings import is_many, many_label
 from postprocess.report import verdict
 
-LABEL = {'regression': 'REGRESSION', 'system': 'SYSTEM-WIDE', 'failed': 'FAILED',
-         'unconfirmed': 'UNCONFIRMED'}
+LABEL = {'regression': 'REGRESSION', 'system': 'SYSTEM-WIDE', 'stack': 'I/O STACK',
+         'group': 'GROUP', 'failed': 'FAILED', 'unconfirmed': 'UNCONFIRMED',
+         'watching': 'WATCHING'}
 MAX_LINES = 25   # per list: a night with 300 failures is one problem, not 300 lines to scroll
 
 
@@ -42,14 +44,15 @@ def format_line(a):
         phase = f' in {a["phase"]}' if a.get('phase') else ''
         return f'  {label:11s} {what}{phase}: {a["reason"]}'
     median = ''
-    if a['kind'] == 'system':       # its medians are ratios to the history, not MiB/s
-        check = a.get('check') if a.get('check') not in (None, '', '*') else 'all checks'
-        what = f'{a["system"]}:{a["partition"]} {check}'
+    if is_many(a):       # its medians are ratios to the history, not MiB/s
+        what = f'{a["system"]}:{a["partition"]} {many_label(a)}'
     elif a.get('median') is not None and a.get('expected_median') is not None:
         median = f' ({a["median"]:.4g} vs {a["expected_median"]:.4g} MiB/s expected)'
     elif a.get('median') is not None and a.get('history_median') is not None:
         median = f' ({a["median"]:.4g} vs {a["history_median"]:.4g} MiB/s)'
     since = f', since {a["since"]}' if a.get('since') else ''
+    if a['kind'] == 'watching':
+        since = f', {a.get("history_nights")} nights of history: too few to judge yet'
     return f'  {label:11s} {what} {a.get("phase", "")} {_change(a)}{median}{since}'.rstrip()
 
 
@@ -66,6 +69,13 @@ def render(result, page=None):
             lines.append(f'  ... and {len(attention) - MAX_LINES} more (see the report)')
     else:
         lines.append('nothing needs attention: no regression, no failure')
+    notes = result.get('notes') or []
+    if notes:
+        lines.append(f'not red tonight ({len(notes)}): flags the re-run did not reproduce, '
+                     'series still building their history')
+        lines += [format_line(a) for a in notes[:MAX_LINES]]
+        if len(notes) > MAX_LINES:
+            lines.append(f'  ... and {len(notes) - MAX_LINES} more (see the report)')
     if result['improvements']:
         lines.append(f'{len(result["improvements"])} improvement(s) (in the report)')
     reasons = {}

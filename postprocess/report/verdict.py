@@ -3,8 +3,8 @@
 Inputs (each optional, each read as written by its owner, never rewritten):
 * detect findings (``python -m postprocess detect --json``): one dict per (key, phase, night) with
   system, partition, environ, check, params, phase, night, status, median, history_median,
-  change; newer ones may add ``scope`` ('series' | 'system'), ``since`` and the status
-  ``unconfirmed`` -- shown when present, the rest works without them;
+  change; newer ones may add ``scope`` ('series' | 'system' | 'stack' | 'group'), ``since`` and
+  the statuses ``unconfirmed`` and ``watching`` -- shown when present, the rest works without them;
 * ReFrame's ``report.json``: pass / fail / skip per test case and the failure reason;
 * the Darshan index's ``index.json``: rows with system, partition, environ, check, params,
   night/time, ``page`` and ``diff_prev`` (hrefs relative to that index).
@@ -13,12 +13,14 @@ import os
 import re
 
 from postprocess.common.errors import UsageError
+from postprocess.common.findings import NOT_RED, is_many
 from postprocess.common.jsonfile import read_json
 
 KEY = ('system', 'partition', 'environ', 'check', 'params')
-FLAGGED = ('regression', 'improvement', 'unconfirmed')
-# Attention order: what is red tonight first.
-KIND_ORDER = {'regression': 0, 'system': 1, 'failed': 2, 'unconfirmed': 3}
+FLAGGED = ('regression', 'improvement', 'unconfirmed', 'watching')
+# Attention order: what is red tonight first (many series at once before one), then what is not.
+KIND_ORDER = {'stack': 0, 'system': 0, 'group': 1, 'regression': 2, 'failed': 3,
+              'unconfirmed': 4, 'watching': 5}
 _ANSI = re.compile(r'\x1b\[[0-9;]*m')
 _SKIP_LINE = re.compile(r'^\[\s*SKIP\s*\]\s*\(\s*\d+/\d+\)\s*(?P<name>.+?)\s/[0-9a-f]{8}\s'
                         r'.*?\[(?P<why>.*)\]\s*$')
@@ -120,15 +122,18 @@ def _case_key(case):
 
 
 def build(findings, cases=None, skipped_why=None, tonight=None):
-    """The verdict: counts, the attention list (one entry per line, ordered) and the rest.
+    """The verdict: counts, the attention list (what makes the night red, one entry per line,
+    ordered), the notes (unconfirmed flags and watched series: shown, never red) and the rest.
 
     With ``cases`` (this run's report.json) only series this run measured count for tonight: a key
     the run did not run must not raise its old flag again. ``tonight``: the nightly's verdict
-    document; when given, its findings are what needs attention (scoped and confirmed there)."""
+    document; when given, its findings are what needs attention (scoped and confirmed there).
+    Series of a flagged group (its library or check family, same phase) are told by the group's
+    line, not again one by one."""
     skipped_why = skipped_why or {}
     latest = latest_per_series(findings)
-    series_scope = [f for f in latest if f.get('scope', 'series') != 'system']
-    system_scope = [f for f in latest if f.get('scope') == 'system']
+    series_scope = [f for f in latest if not is_many(f)]
+    many_scope = [f for f in latest if is_many(f)]
     if cases is not None:
         ran = {_case_key(c) for c in cases if c.get('result') in ('pass', 'fail')}
         series_scope = [f for f in series_scope if finding_key(f)[:4] in ran]
@@ -136,17 +141,24 @@ def build(findings, cases=None, skipped_why=None, tonight=None):
     if tonight is not None:     # the nightly's verdict decided what is flagged tonight
         flagged = latest_per_series(tonight['findings'])
         known = {finding_key(f) + (f.get('phase', ''),) for f in flagged}
-        judged = [f for f in flagged if f.get('scope', 'series') != 'system']
+        judged = [f for f in flagged if not is_many(f)]
         series_scope = judged + [f for f in series_scope
                                  if finding_key(f) + (f['phase'],) not in known]
-        system_scope = [f for f in flagged if f.get('scope') == 'system']
-    attention = []
+        many_scope = [f for f in flagged if is_many(f)]
+    attention, notes = [], []
+    red_groups = [f for f in many_scope if f.get('scope') == 'group' and f['status'] == 'regression']
     for f in judged:
-        if f['status'] in ('regression', 'unconfirmed'):
-            attention.append(dict(f, kind=f['status'], since=f.get('since') or f.get('night')))
-    for f in system_scope:
-        if f['status'] not in ('ok', 'insufficient history'):
-            attention.append(dict(f, kind='system', since=f.get('since') or f.get('night')))
+        if f['status'] == 'regression' and any(_in_group(f, g) for g in red_groups):
+            continue
+        if f['status'] == 'regression':
+            attention.append(dict(f, kind='regression', since=f.get('since') or f.get('night')))
+        elif f['status'] in NOT_RED:
+            notes.append(dict(f, kind=f['status'], since=f.get('since')))
+    for f in many_scope:
+        if f['status'] == 'regression':
+            attention.append(dict(f, kind=f['scope'], since=f.get('since') or f.get('night')))
+        elif f['status'] in NOT_RED:
+            notes.append(dict(f, kind=f['status'], since=f.get('since')))
     counts = {'passed': 0, 'failed': 0, 'skipped': 0, 'other': 0}
     skipped = []
     for case in cases or []:
@@ -168,12 +180,25 @@ def build(findings, cases=None, skipped_why=None, tonight=None):
                             'reason': skipped_why.get(case['display_name'], '')})
         else:
             counts['other'] += 1
-    attention.sort(key=lambda a: (KIND_ORDER[a['kind']], a.get('change') or 0, a['check'],
-                                  a.get('params', ''), a.get('phase', '')))
-    flagged = {finding_key(a) + (a.get('phase', ''),) for a in attention if a['kind'] != 'failed'}
-    rest = [f for f in series_scope if finding_key(f) + (f['phase'],) not in flagged]
-    return {'counts': counts, 'attention': attention, 'rest': rest, 'skipped': skipped,
-            'improvements': [f for f in rest if f['status'] == 'improvement']}
+    order = lambda a: (KIND_ORDER[a['kind']], a.get('change') or 0, a['check'],  # noqa: E731
+                       a.get('params', ''), a.get('phase', ''))
+    attention.sort(key=order)
+    notes.sort(key=order)
+    shown = {finding_key(a) + (a.get('phase', ''),) for a in attention + notes
+             if a['kind'] != 'failed'}
+    rest = [f for f in series_scope if finding_key(f) + (f['phase'],) not in shown]
+    return {'counts': counts, 'attention': attention, 'notes': notes, 'rest': rest,
+            'skipped': skipped, 'improvements': [f for f in rest if f['status'] == 'improvement']}
+
+
+def _in_group(f, g):
+    """Is series finding ``f`` one of group finding ``g``'s checks (same partition and phase)?"""
+    key, _, value = g['params'].partition('=')
+    if (f['system'], f['partition'], f['phase']) != (g['system'], g['partition'], g['phase']):
+        return False
+    if key == 'check':
+        return check_class(f['check']) == value
+    return f'{key}={value}' in str(f.get('params', '')).split(',')
 
 
 def one_line(text, limit=300):

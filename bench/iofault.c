@@ -1,0 +1,122 @@
+/* iofault: an LD_PRELOAD library that makes iobench's I/O genuinely slower, for the real-night
+ * replay (bench/real_replay.py) and the end-to-end verdict test (tests/test_verdicts_e2e.py).
+ *
+ * It acts only in processes named IOFAULT_EXE (default "iobench"): the fio baseline, the launcher
+ * and ReFrame pass through untouched, so "the I/O stack got slower, the filesystem did not" is
+ * what the suite sees. The delay is relative: after the real call returns, the process sleeps
+ * IOFAULT_FACTOR times the call's own duration (0.25 -> the phase takes 1.25x, bandwidth -20 %),
+ * so the fault has a realistic size on any disk.
+ *
+ *   IOFAULT_PHASE   write (write/pwrite/writev/pwritev and fsync/fdatasync: data reach storage in
+ *                   the sync), read (read/pread/readv/preadv), meta (open/creat/stat/unlink/mkdir:
+ *                   a fixed IOFAULT_META_US microseconds each, as a slower metadata server adds
+ *                   latency per operation, not per byte)
+ *   IOFAULT_FACTOR  relative delay of data calls (default 0.25)
+ *   IOFAULT_META_US delay per metadata call (default 2000)
+ *   IOFAULT_MATCH   only files whose path contains this string (e.g. "iobench_hdf5_": one
+ *                   library's files); empty = every file
+ *   IOFAULT_EXE     process name to act in (default iobench)
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { OFF, WRITE, READ, META };
+static int mode = -1;
+static double factor = 0.25;
+static long meta_us = 2000;
+static const char *match = "";
+
+static void init(void) {
+    if (mode >= 0) return;
+    const char *exe = getenv("IOFAULT_EXE");
+    const char *phase = getenv("IOFAULT_PHASE");
+    mode = OFF;
+    if (strcmp(program_invocation_short_name, exe && *exe ? exe : "iobench") != 0 || !phase) return;
+    if (!strcmp(phase, "write")) mode = WRITE;
+    else if (!strcmp(phase, "read")) mode = READ;
+    else if (!strcmp(phase, "meta")) mode = META;
+    if (getenv("IOFAULT_FACTOR")) factor = atof(getenv("IOFAULT_FACTOR"));
+    if (getenv("IOFAULT_META_US")) meta_us = atol(getenv("IOFAULT_META_US"));
+    if (getenv("IOFAULT_MATCH")) match = getenv("IOFAULT_MATCH");
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void pause_for(double s) {
+    if (s <= 0) return;
+    struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
+}
+
+static int path_matches(const char *path) { return !*match || (path && strstr(path, match)); }
+
+static int fd_matches(int fd) {
+    if (!*match) return 1;
+    char link[64], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n <= 0) return 0;
+    target[n] = 0;
+    return strstr(target, match) != NULL;
+}
+
+#define REAL(name) static __typeof__(name) *real_##name; if (!real_##name) real_##name = dlsym(RTLD_NEXT, #name)
+/* a data call on fd: time it, then sleep factor x its duration when the phase and file match */
+#define DATA_CALL(phase, fd, call) do { \
+        init(); int errsv_; double t0_ = now(); __typeof__(call) r_ = call; errsv_ = errno; \
+        if (mode == (phase) && fd_matches(fd)) pause_for(factor * (now() - t0_)); \
+        errno = errsv_; return r_; } while (0)
+#define META_CALL(path, call) do { \
+        init(); __typeof__(call) r_ = call; int errsv_ = errno; \
+        if (mode == META && path_matches(path)) pause_for(meta_us * 1e-6); \
+        errno = errsv_; return r_; } while (0)
+
+ssize_t write(int fd, const void *b, size_t n) { REAL(write); DATA_CALL(WRITE, fd, real_write(fd, b, n)); }
+ssize_t pwrite(int fd, const void *b, size_t n, off_t o) { REAL(pwrite); DATA_CALL(WRITE, fd, real_pwrite(fd, b, n, o)); }
+ssize_t pwrite64(int fd, const void *b, size_t n, off_t o) { REAL(pwrite64); DATA_CALL(WRITE, fd, real_pwrite64(fd, b, n, o)); }
+ssize_t writev(int fd, const struct iovec *v, int c) { REAL(writev); DATA_CALL(WRITE, fd, real_writev(fd, v, c)); }
+ssize_t pwritev(int fd, const struct iovec *v, int c, off_t o) { REAL(pwritev); DATA_CALL(WRITE, fd, real_pwritev(fd, v, c, o)); }
+int fsync(int fd) { REAL(fsync); DATA_CALL(WRITE, fd, real_fsync(fd)); }
+int fdatasync(int fd) { REAL(fdatasync); DATA_CALL(WRITE, fd, real_fdatasync(fd)); }
+ssize_t read(int fd, void *b, size_t n) { REAL(read); DATA_CALL(READ, fd, real_read(fd, b, n)); }
+ssize_t pread(int fd, void *b, size_t n, off_t o) { REAL(pread); DATA_CALL(READ, fd, real_pread(fd, b, n, o)); }
+ssize_t pread64(int fd, void *b, size_t n, off_t o) { REAL(pread64); DATA_CALL(READ, fd, real_pread64(fd, b, n, o)); }
+ssize_t readv(int fd, const struct iovec *v, int c) { REAL(readv); DATA_CALL(READ, fd, real_readv(fd, v, c)); }
+ssize_t preadv(int fd, const struct iovec *v, int c, off_t o) { REAL(preadv); DATA_CALL(READ, fd, real_preadv(fd, v, c, o)); }
+
+/* open/openat take a mode only with O_CREAT/O_TMPFILE */
+static mode_t open_mode(int flags, va_list ap) {
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(ap, mode_t) : 0;
+}
+int open(const char *p, int f, ...) {
+    va_list ap; va_start(ap, f); mode_t m = open_mode(f, ap); va_end(ap);
+    REAL(open); META_CALL(p, real_open(p, f, m));
+}
+int open64(const char *p, int f, ...) {
+    va_list ap; va_start(ap, f); mode_t m = open_mode(f, ap); va_end(ap);
+    REAL(open64); META_CALL(p, real_open64(p, f, m));
+}
+int openat(int d, const char *p, int f, ...) {
+    va_list ap; va_start(ap, f); mode_t m = open_mode(f, ap); va_end(ap);
+    REAL(openat); META_CALL(p, real_openat(d, p, f, m));
+}
+int creat(const char *p, mode_t m) { REAL(creat); META_CALL(p, real_creat(p, m)); }
+int stat(const char *p, struct stat *s) { REAL(stat); META_CALL(p, real_stat(p, s)); }
+int lstat(const char *p, struct stat *s) { REAL(lstat); META_CALL(p, real_lstat(p, s)); }
+int unlink(const char *p) { REAL(unlink); META_CALL(p, real_unlink(p)); }
+int mkdir(const char *p, mode_t m) { REAL(mkdir); META_CALL(p, real_mkdir(p, m)); }

@@ -1,0 +1,180 @@
+"""Real-night replay of the nightly verdict: `ci/nightly.sh --tag quick` on `local`, one run after
+another into one results tree, each re-dated to its own night, then two nights with iobench made
+~20 % slower by bench/iofault.c (fio untouched). Prints, per night, the exit status and what was red,
+and per scenario the counts that judge the verdict (issue 18, docs/verdicts.md).
+
+Scenarios (bench/nights.py FAULTS): write (every iobench write and sync +25 % time), hdf5 (only
+writes to HDF5 files), read (every iobench read), meta (create/open/stat/unlink +1.5 ms each).
+
+The clean nights are shared: one results tree runs nights 1..N-2 clean; each scenario then runs its
+two slowed nights on its own copy of the perflogs at that point (the verdict is causal: a night is
+judged from the nights before it only, so the clean nights' verdicts are the same for every
+scenario, and the machine's drift and bursts on them are real). The short replay (--short M) copies
+the tree after night M-2 and runs nights M-1, M slowed (write), as a site's first ten days would.
+Each run (--runs) starts a fresh results tree.
+
+    python bench/real_replay.py --nights 14 --short 10 --runs 2 --out /tmp/replay --json FILE
+    python bench/real_replay.py --summarize FILE      # the tables again from a saved JSON
+
+A night of the quick suite takes ~40-90 s here (plus a confirmation re-run when something is
+flagged); 14 nights x 2 runs with 4 scenarios and the short replay: 44 nightly runs, ~1 h.
+"""
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import nights  # noqa: E402  (bench/nights.py)
+
+SCENARIOS = ('write', 'hdf5', 'read', 'meta')
+JUDGED_FROM = 3          # clean nights judged: those with >= 3 nights of history (night 4 on)
+META_CHECKS = ('MDFiles', 'MDDatasets')
+
+
+def red_findings(v):
+    return [f for f in (v or {}).get('findings', []) if f.get('status') == 'regression']
+
+
+def describe(f):
+    scope = f.get('scope', 'series')
+    what = f.get('group') if scope == 'group' else (scope if scope in ('stack', 'system')
+                                                    else f"{f['check']} {f.get('params', '')}")
+    change = '' if f.get('change') is None else f' {f["change"]:+.0%}'
+    return f"{scope}:{what} {f.get('phase', '')}{change} since {f.get('since')}"
+
+
+def names_right(scenario, found):
+    """Does a red night name the fault? (the right finding, not just any red)."""
+    if scenario == 'write':
+        return any(f.get('scope') in ('stack', 'system') and f['phase'] == 'write' for f in found)
+    if scenario == 'hdf5':
+        return any(f.get('scope') == 'group' and 'hdf5' in f.get('group', '') and f['phase'] == 'write'
+                   for f in found) or (bool(found) and all('backend=hdf5' in f.get('params', '')
+                                                           for f in found))
+    if scenario == 'read':
+        return any(f['phase'] == 'read' for f in found)
+    if scenario == 'meta':
+        return any(f.get('check', '').startswith(META_CHECKS) for f in found)
+    return False
+
+
+def right_findings(scenario, found):
+    return [f for f in found if names_right(scenario, [f])]
+
+
+def replay(out, n_nights, short, scenarios, lib, log):
+    """One fresh results tree: the shared clean nights, then each scenario's slowed nights."""
+    clean_tree = out / 'clean'
+    branch_at = {n_nights - 2: list(scenarios)}
+    if short:
+        branch_at.setdefault(short - 2, []).append('short')
+    records = {'clean': []}
+    for i in range(n_nights - 2):
+        rec = nights.run_night(clean_tree, i, lib=lib)
+        records['clean'].append(slim(rec))
+        log(f"  night {i + 1:2d} clean       exit {rec['exit']} {rec['seconds']:5.0f} s  "
+            + '; '.join(describe(f) for f in red_findings(rec['verdict'])))
+        for scen in branch_at.get(i + 1, []):
+            shutil.copytree(clean_tree / 'perflogs', out / scen / 'perflogs')
+    for scen in list(scenarios) + (['short'] if short else []):
+        fault = 'write' if scen == 'short' else scen
+        first = (short if scen == 'short' else n_nights) - 2
+        records[scen] = []
+        for i in (first, first + 1):
+            rec = nights.run_night(out / scen, i, fault=fault, lib=lib)
+            records[scen].append(slim(rec))
+            log(f"  night {i + 1:2d} {scen:6s} slow exit {rec['exit']} {rec['seconds']:5.0f} s  "
+                + '; '.join(describe(f) for f in red_findings(rec['verdict'])))
+    return records
+
+
+def slim(rec):
+    v = rec['verdict'] or {}
+    keep = ('scope', 'group', 'check', 'params', 'phase', 'status', 'change', 'since', 'night',
+            'confirmation', 'fio_change', 'members', 'moved', 'history_nights')
+    return {'night': rec['night'], 'exit': rec['exit'], 'seconds': rec['seconds'],
+            'findings': [{k: f.get(k) for k in keep if k in f} for f in v.get('findings', [])],
+            'out': rec['out'][-1500:]}
+
+
+def score(all_runs, n_nights, short):
+    """Per scenario: red clean nights (judged ones), slowed nights red / named right / since right."""
+    rows = []
+    for r, records in enumerate(all_runs, 1):
+        clean = records['clean'][JUDGED_FROM:]
+        for scen, recs in records.items():
+            if scen == 'clean':
+                continue
+            fault = 'write' if scen == 'short' else scen
+            judged = clean[:short - 2 - JUDGED_FROM] if scen == 'short' else clean
+            red_clean = [c['night'] for c in judged if c['exit'] == 3]
+            first_slow = recs[0]['night']
+            slow = []
+            for rec in recs:
+                found = [f for f in rec['findings'] if f['status'] == 'regression']
+                right = right_findings(fault, found)
+                slow.append({'night': rec['night'], 'red': rec['exit'] == 3,
+                             'right': rec['exit'] == 3 and bool(right),
+                             'since_ok': bool(right) and all(f.get('since') == first_slow
+                                                             for f in right)})
+            rows.append({'run': r, 'scenario': scen, 'judged_clean': len(judged),
+                         'red_clean': red_clean, 'slowed': slow})
+    return rows
+
+
+def print_table(rows, out=print):
+    out('| run | scenario | judged clean nights | red clean nights | slowed nights red | '
+        'named right | since = first slowed night |')
+    out('|---|---|---|---|---|---|---|')
+    for row in rows:
+        s = row['slowed']
+        out(f"| {row['run']} | {row['scenario']} | {row['judged_clean']} | "
+            f"{len(row['red_clean'])} {('(' + ', '.join(row['red_clean']) + ')') if row['red_clean'] else ''} | "
+            f"{sum(x['red'] for x in s)}/{len(s)} | {sum(x['right'] for x in s)}/{len(s)} | "
+            f"{sum(x['since_ok'] for x in s)}/{len(s)} |")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--nights', type=int, default=14)
+    ap.add_argument('--short', type=int, default=10, help='also a short replay of M nights (0: none)')
+    ap.add_argument('--runs', type=int, default=2)
+    ap.add_argument('--scenarios', default=','.join(SCENARIOS))
+    ap.add_argument('--out', default='/tmp/ioregress-replay')
+    ap.add_argument('--json', help='write every night and the scores here')
+    ap.add_argument('--summarize', metavar='JSON', help='print the tables of a saved replay')
+    args = ap.parse_args(argv)
+    if args.summarize:
+        doc = json.loads(Path(args.summarize).read_text())
+        print_table(score(doc['runs'], doc['nights'], doc['short']))
+        return 0
+    scenarios = [s for s in args.scenarios.split(',') if s]
+    bad = [s for s in scenarios if s not in SCENARIOS]
+    if bad or args.nights < JUDGED_FROM + 3 or (args.short and not JUDGED_FROM + 3 <= args.short <= args.nights):
+        print(f"real_replay: error: bad scenario or night count '{bad or args.nights}'", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lib = nights.build_fault_lib(out)
+    doc = {'nights': args.nights, 'short': args.short, 'scenarios': scenarios, 'runs': [],
+           'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}
+    for r in range(1, args.runs + 1):
+        tree = out / f'run{r}'
+        shutil.rmtree(tree, ignore_errors=True)
+        print(f'run {r}: {tree}', flush=True)
+        doc['runs'].append(replay(tree, args.nights, args.short, scenarios, lib,
+                                  lambda s: print(s, flush=True)))
+        if args.json:
+            Path(args.json).write_text(json.dumps(doc, indent=1))
+    doc['finished'] = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=1))
+    print_table(score(doc['runs'], args.nights, args.short))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Finding scopes shared by detect, the verdict and the report (no statistics imported here).
+
+A finding is about one series (scope ``series``) or about many series at once: the partition's
+common factor (``stack``: the iobench checks moved and fio did not, the I/O stack above the
+filesystem; ``system``: fio moved with them, the filesystem or the partition) or one library's or
+check family's checks (``group``, its key in ``params``, e.g. ``backend=hdf5``)."""
+
+MANY = ('system', 'stack', 'group')
+# the night is not red for these: a flag the re-run did not reproduce, and a series whose history
+# is still too short to judge at the suite's false-alarm rate
+NOT_RED = ('unconfirmed', 'watching')
+
+
+def is_many(f):
+    return f.get('scope') in MANY
+
+
+def group_label(f):
+    """'backend=hdf5' -> 'HDF5 checks'; 'check=MDDatasets' -> 'MDDatasets checks'."""
+    key, _, value = str(f.get('params', '')).partition('=')
+    name = {'hdf5': 'HDF5', 'mpiio': 'MPI-IO', 'posix': 'POSIX', 'adios2': 'ADIOS2',
+            'sionlib': 'SIONlib'}.get(value, value) if key == 'backend' else value
+    return f'{name} checks'
+
+
+def many_label(f):
+    """One line's subject for a finding about many series."""
+    if f.get('scope') == 'group':
+        moved = f' ({f["moved"]} of {f["members"]})' if f.get('members') else ''
+        return f'{group_label(f)}{moved}'
+    if f.get('scope') == 'stack':
+        return 'all iobench checks, fio unchanged: the I/O stack above the filesystem'
+    fio = f.get('fio_change')
+    return ('all checks and fio' + (f' ({fio:+.0%})' if isinstance(fio, (int, float)) else '')
+            + ': the filesystem or the partition')

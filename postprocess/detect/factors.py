@@ -1,0 +1,179 @@
+"""What moved many series together: the partition's common factor (the I/O stack's, or the whole
+filesystem's when fio moved with it) and the factor of one library or one check family.
+
+* Common factor: per partition and phase, a median polish (Tukey) of the iobench checks' levels
+  over the recent nights: series effects + a night factor c. fio is left out of it: fio is the
+  filesystem's own reading, the checks are the I/O stack's. A moving factor is ONE finding, of
+  scope ``stack`` when fio did not move with it ("all iobench checks -21 % write, fio unchanged:
+  the I/O stack above the filesystem") and ``system`` when it did (the filesystem, the partition).
+* Groups: the checks of one library (``backend=hdf5``) or one check family (``check=MDDatasets``),
+  at least ``min_group`` series: their level per night is the median of their levels after a
+  factor estimated WITHOUT them (leave-group-out, so a library that is half the suite cannot drag
+  the factor with it). A moving group is one finding ("HDF5 checks -30 % write (9 of 12)").
+
+Factor and group levels are tested like series (detect/evidence.py: pooled over suspect nights,
+against their own history's spread, floored at their estimation noise), in one family per night
+with Holm at ``alpha_system``; the confirmation re-run (detect/verdict.py) is the second stage.
+"""
+import math
+
+import numpy as np
+
+from postprocess.common.stats import holm, median_polish
+from postprocess.detect.evidence import (Evidence, Track, continue_change, fresh_evidence,
+                                         level_var_factor, robust_level, robust_var, t_tails)
+
+SYSTEM_CHECK = '*'          # check/environ of a finding about many series
+
+
+def is_baseline_params(params):
+    return 'backend=fio' in params.split(',')
+
+
+def group_keys(params, check):
+    """The groups a series belongs to: its library and its check family."""
+    fields = dict(p.split('=', 1) for p in params.split(',') if '=' in p)
+    keys = []
+    if fields.get('backend'):
+        keys.append(f"backend={fields['backend']}")
+    if check:
+        keys.append(f"check={check.split(' ', 1)[0]}")
+    return keys
+
+
+def plan_groups(members, keys_of, min_group):
+    """{group key: [tracks]} for groups of >= min_group series that are not every check."""
+    checks = [tr for tr in members if not is_baseline_params(keys_of(tr)[4])]
+    groups = {}
+    for tr in checks:
+        for g in group_keys(keys_of(tr)[4], keys_of(tr)[3]):
+            groups.setdefault(g, []).append(tr)
+    return {g: trs for g, trs in groups.items() if min_group <= len(trs) < len(checks)}
+
+
+def polish_factor(rows, span, nights, opt, carry):
+    """Night factor {night index: c} over ``span`` from the level rows of the given tracks, and
+    the nights with enough series to estimate it; ``carry``: a night whose factor is the previous
+    one's (a confirmation re-run of a few checks cannot tell the machine's state from their own)."""
+    if len(rows) < opt['min_common']:
+        return {u: 0.0 for u in span}, {}
+    y = np.array([[tr.y.get(u, np.nan) for u in span] for tr in rows])
+    if carry is not None:
+        y[:, [i for i, u in enumerate(span) if nights[u] == carry]] = np.nan
+    counts = np.isfinite(y).sum(axis=0)
+    _, cols = median_polish(y)
+    c, last = {}, (float(np.median(cols[counts > 0])) if np.any(counts > 0) else 0.0)
+    for i, u in enumerate(span):
+        # too few series that night: the nearest earlier night's factor
+        last = c[u] = float(cols[i]) if counts[i] >= opt['min_common'] else last
+    return c, {u: c[u] for i, u in enumerate(span) if counts[i] >= opt['min_common']}
+
+
+def group_levels(trs, c, span):
+    """A group's level per night: the median of its members' levels after the factor c."""
+    out = {}
+    for u in span:
+        vals = [tr.y[u] - c[u] for tr in trs if u in tr.y]
+        if vals:
+            out[u] = float(np.median(vals))
+    return out
+
+
+def tester_for(night, present):
+    """Test of a factor's (or group's) level: its own history's spread, floored at the noise of
+    estimating it as a median of ``present`` series, each with its night-to-night variance
+    (evidence.night_spread) -- a short history whose nights happened to agree must not make a
+    few percent look like a change."""
+    floor2 = 0.0
+    spread = [night.spread[tr][0] for tr in present if tr in night.spread]
+    if spread:
+        floor2 = (math.pi / 2.0) * float(np.median(spread)) / len(present)
+
+    def tester(track, new, hist, levels):
+        c_new = [levels[u] for u in new]
+        c_hist = [levels[u] for u in hist]
+        est = float(np.mean(c_new)) - robust_level(c_hist)
+        var_c = max(robust_var(c_hist), floor2, 1e-12)
+        z = est / math.sqrt(var_c * (1.0 / len(new) + level_var_factor(len(hist)) / len(hist)))
+        dof = max(len(hist) - 1, 1)
+        return Evidence(est, z, dof, z, dof)
+    return tester
+
+
+def judge(ft, t, levels, night, present, opt):
+    """Tonight's evidence on a factor/group level: a dict with status decided later (Holm) for a
+    fresh test, or already decided for a change that goes on."""
+    tester = tester_for(night, present)
+    cont = continue_change(ft, t, levels, tester, night) if ft.since is not None else None
+    if cont is not None:
+        ev, hist, _ = cont
+        status = 'regression' if ft.direction < 0 else 'improvement'
+        return {'track': ft, 'status': status, 'since': ft.since, 'est': ev.est, 'z': ev.z,
+                'p': min(t_tails(ev.z, ev.dof)), 'hist': hist, 'fresh': False}
+    res = fresh_evidence(ft, t, levels, tester, night)
+    if res is None:
+        return {'track': ft, 'status': 'insufficient history', 'since': None, 'est': None,
+                'z': None, 'p': None, 'hist': [], 'fresh': False}
+    p_down, p_up = t_tails(res['z'], res['dof'])
+    return {'track': ft, 'status': 'ok', 'since': None, 'est': res['est'], 'z': res['z'],
+            'p': min(p_down, p_up), 'p_dir': (p_down, p_up), 'k': res['k'], 'hist': res['hist'],
+            'levels': levels, 'fresh': True}
+
+
+def decide(tests, opt):
+    """Holm over tonight's fresh factor and group tests (one family per night), at alpha_system."""
+    fresh = [x for x in tests if x['fresh']]
+    if not fresh:
+        return
+    down = holm([x['p_dir'][0] for x in fresh], opt['alpha_system'])
+    up = holm([x['p_dir'][1] for x in fresh], opt['alpha_system'])
+    for x, is_down, is_up in zip(fresh, down, up):
+        # a group is a finding when most of its checks moved, not one member dragging its median
+        most = x['kind'] != 'group' or 2 * (x.get('moved') or 0) >= len(x['trs'])
+        if (is_down or is_up) and most and abs(math.expm1(x['est'])) >= opt['min_effect']:
+            direction = -1 if x['est'] < 0 else 1
+            if x['track'].t_now in x['track'].unconfirmed:
+                x['status'] = 'unconfirmed'     # its re-run that night did not reproduce it
+                continue
+            x['status'] = 'regression' if direction < 0 else 'improvement'
+            x['since'] = x['track'].start_change(x['levels'], x['track'].t_now, direction, x['k'])
+
+
+def baseline_change(present, keys_of, t, hist):
+    """fio's change tonight against its own history's level (None without fio)."""
+    fio = [tr for tr in present if is_baseline_params(keys_of(tr)[4])]
+    if not fio or not hist:
+        return None
+    tr = fio[0]
+    h = [tr.y[u] for u in hist if u in tr.y]
+    return math.expm1(tr.y[t] - robust_level(h)) if h and t in tr.y else None
+
+
+def members_moved(trs, c, t, hist, change):
+    """How many of a group's members moved tonight at least half the group's change its way."""
+    moved = 0
+    for tr in trs:
+        h = [tr.y[u] - c[u] for u in hist if u in tr.y]
+        if t in tr.y and h and change:
+            delta = math.expm1(tr.y[t] - c[t] - robust_level(h))
+            moved += delta * change > 0 and abs(delta) >= abs(change) / 2.0
+    return moved
+
+
+def finding(x, system, partition, phase, nights, sid, n, scope, extra):
+    """A detect finding about many series (scope stack, system or group)."""
+    est = x['est']
+    f = {'system': system, 'partition': partition, 'environ': SYSTEM_CHECK, 'check': SYSTEM_CHECK,
+         'params': '', 'phase': phase, 'night': nights[x['track'].t_now], 'status': x['status'],
+         'scope': scope, 'since': None if x['since'] is None else nights[x['since']],
+         'median': None if est is None else math.exp(est), 'history_median': 1.0,
+         'change': None if est is None else math.expm1(est), 'z': x['z'], 'p': x['p'], 'n': n,
+         'history_nights': len(x['hist']), 'outliers': [], 'session': sid}
+    f.update(extra)
+    return f
+
+
+def new_track(partition, phase_id, group=None):
+    tr = Track(None, phase_id, partition)
+    tr.group, tr.t_now = group, None
+    return tr
