@@ -21,13 +21,17 @@ Scenarios (lognormal noise, CV of the repetitions):
      series-nights a whole night x 0.6 (gone at the re-run)
   f  states: as a, and an OST rebuild: a third of nights (nights 1-13, at random) every series and
      fio x 0.75, still on at the re-run
+  g  real nights: within CV 5 %, each series drifting (random walk, 2 % a night), half of them
+     with a night-to-night spread of 8 % of their own, night 1 a first run (everything x 1.6)
+  h  the I/O stack: as a, and every check but fio -20 % (write and read) from night 11: one
+     `stack` finding, not one per series
 
 Printed per scenario: judged nights with any false series regression (before / after confirmation),
 nights with a `system` finding where nothing moved, the share of the 10 drops flagged on night 11,
 within two and within three nights, how often `since` names night 11, and (d) the nights reported
 as one `system` write finding. Goals: docs/verdicts.md.
 
-Usage: python bench/detection.py [--trials 30] [--scenarios abcdef] [--seed 1] [--jobs 2]
+Usage: python bench/detection.py [--trials 30] [--scenarios abcdefgh] [--seed 1] [--jobs 2]
 (about 10 s per trial and scenario on one core)
 """
 import argparse
@@ -54,6 +58,12 @@ SCENARIOS = {
     'd': dict(cv=0.15, reps=10, partition_drop=0.20),
     'e': dict(cv=0.15, reps=10, rep_burst=0.02, night_burst=0.005),
     'f': dict(cv=0.15, reps=10, state_share=1 / 3, state_factor=0.75),
+    # real nights (issue 18): each series drifts (random walk) and has a night-to-night spread of
+    # its own larger than the repetitions' (half of the series), night 1 is a first run after a
+    # boot (everything 1.6x faster)
+    'g': dict(cv=0.05, reps=10, drift=0.02, night_tau=0.08, first_run=1.6),
+    # a change of the I/O stack, not the filesystem: every check -20 %, fio steady, from night 11
+    'h': dict(cv=0.15, reps=10, stack_drop=0.20),
 }
 HEADER = '|'.join(FIXED + ['write_bw_var=write_bw_value|write_bw_unit|write_bw_ref|'
                            'write_bw_lower_thres|write_bw_upper_thres'])
@@ -86,10 +96,21 @@ class Suite:
                                     sc['state_factor'], 1.0)
         if sc.get('partition_drop'):
             self.factor[DROP_NIGHT:] *= 1.0 - sc['partition_drop']
+        if sc.get('first_run'):
+            self.factor[1] *= sc['first_run']
+        n = len(self.names)
+        # per series and night: a drift (random walk) and a night-to-night spread of its own
+        walk = np.cumsum(rng.normal(0.0, sc.get('drift', 0.0), (n, NIGHTS + 1)), axis=1)
+        tau = np.where(rng.random(n) < 0.5, sc.get('night_tau', 0.0), 0.0)
+        self.series_night = {p: np.exp(walk + rng.normal(0.0, 1.0, (n, NIGHTS + 1)) * tau[:, None])
+                             for p in ('write', 'read')}
 
     def draw(self, night, check, phase, reps, burst=True):
         sc, rng = self.sc, self.rng
-        v = self.median[phase][check] * self.factor[night] * lognormal(rng, sc['cv'], reps)
+        v = (self.median[phase][check] * self.factor[night] * self.series_night[phase][check, night]
+             * lognormal(rng, sc['cv'], reps))
+        if sc.get('stack_drop') and check != 0 and night >= DROP_NIGHT:
+            v *= 1.0 - sc['stack_drop']
         if phase == 'write' and check in self.dropped and night >= DROP_NIGHT:
             v *= 0.8
         if burst and sc.get('rep_burst'):
@@ -196,12 +217,13 @@ def _score(suite, night, key, before, after, out):
         return bad
     out['false_nights'] += bool(false_series(before))
     out['false_nights_confirmed'] += bool(false_series(after))
-    systems = [f for f in after if f['scope'] == 'system' and f['status'] in ('regression',
-                                                                                'improvement')]
-    moved = key == 'd' and night >= DROP_NIGHT
+    systems = [f for f in after if f['scope'] in ('system', 'stack')
+               and f['status'] in ('regression', 'improvement')]
+    moved = key in ('d', 'h') and night >= DROP_NIGHT
     if moved:
+        right = 'system' if key == 'd' else 'stack'
         out['system_hit'] += any(f['phase'] == 'write' and f['status'] == 'regression'
-                                 for f in systems)
+                                 and f['scope'] == right for f in systems)
         out['series_regressions_d'] += sum(f['scope'] == 'series' and f['status'] == 'regression'
                                            for f in after)
     elif key != 'f':
@@ -226,7 +248,7 @@ def _score(suite, night, key, before, after, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--trials', type=int, default=30)
-    ap.add_argument('--scenarios', default='abcdef')
+    ap.add_argument('--scenarios', default='abcdefgh')
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--confirm-reps', type=int, default=10)
@@ -262,10 +284,11 @@ def main():
                 f'    drops flagged: night 1 {by[0]:.0%}, within two {by[1]:.0%}, within three '
                 f'{by[2]:.0%} (before confirmation {by0[0]:.0%}, {by0[1]:.0%}, {by0[2]:.0%});'
                 f'  since = night {DROP_NIGHT}: {since[0]}/{since[1]}')
-        if key == 'd':
+        if key in ('d', 'h'):
             hit = sum(r['system_hit'] for r in res)
             sr = sum(r['series_regressions_d'] for r in res)
-            line += (f'\n    one system write finding on {hit}/{nights} nights '
+            scope = 'system' if key == 'd' else 'stack'
+            line += (f'\n    one {scope} write finding on {hit}/{nights} nights '
                      f'({hit / nights:.0%}); series regressions on those nights: {sr}')
         if key == 'f':
             line += '  (f: system findings here are the rebuild nights, see docs/verdicts.md)'

@@ -5,7 +5,9 @@
  * and ReFrame pass through untouched, so "the I/O stack got slower, the filesystem did not" is
  * what the suite sees. The delay is relative: after the real call returns, the process sleeps
  * IOFAULT_FACTOR times the call's own duration (0.25 -> the phase takes 1.25x, bandwidth -20 %),
- * so the fault has a realistic size on any disk.
+ * so the fault has a realistic size on any disk. The delay is owed and paid once it reaches 2 ms,
+ * and in full at fsync/fdatasync/close (inside the timed span): a sleep per call would cost each
+ * tiny write the timer's slack (~50 us), a 10x slowdown of a metadata-heavy check, not 25 %.
  *
  *   IOFAULT_PHASE   write (write/pwrite/writev/pwritev and fsync/fdatasync: data reach storage in
  *                   the sync), read (read/pread/readv/preadv), meta (open/creat/stat/unlink/mkdir:
@@ -63,6 +65,17 @@ static void pause_for(double s) {
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
 }
 
+static double owed;        /* delay not paid yet, seconds */
+
+static void owe(double s) {
+    owed += s;
+    if (owed >= 2e-3) { pause_for(owed); owed = 0; }
+}
+
+static void settle(void) {
+    if (owed > 0) { pause_for(owed); owed = 0; }
+}
+
 static int path_matches(const char *path) { return !*match || (path && strstr(path, match)); }
 
 static int fd_matches(int fd) {
@@ -79,7 +92,7 @@ static int fd_matches(int fd) {
 /* a data call on fd: time it, then sleep factor x its duration when the phase and file match */
 #define DATA_CALL(phase, fd, call) do { \
         init(); int errsv_; double t0_ = now(); __typeof__(call) r_ = call; errsv_ = errno; \
-        if (mode == (phase) && fd_matches(fd)) pause_for(factor * (now() - t0_)); \
+        if (mode == (phase) && fd_matches(fd)) owe(factor * (now() - t0_)); \
         errno = errsv_; return r_; } while (0)
 #define META_CALL(path, call) do { \
         init(); __typeof__(call) r_ = call; int errsv_ = errno; \
@@ -91,8 +104,9 @@ ssize_t pwrite(int fd, const void *b, size_t n, off_t o) { REAL(pwrite); DATA_CA
 ssize_t pwrite64(int fd, const void *b, size_t n, off_t o) { REAL(pwrite64); DATA_CALL(WRITE, fd, real_pwrite64(fd, b, n, o)); }
 ssize_t writev(int fd, const struct iovec *v, int c) { REAL(writev); DATA_CALL(WRITE, fd, real_writev(fd, v, c)); }
 ssize_t pwritev(int fd, const struct iovec *v, int c, off_t o) { REAL(pwritev); DATA_CALL(WRITE, fd, real_pwritev(fd, v, c, o)); }
-int fsync(int fd) { REAL(fsync); DATA_CALL(WRITE, fd, real_fsync(fd)); }
-int fdatasync(int fd) { REAL(fdatasync); DATA_CALL(WRITE, fd, real_fdatasync(fd)); }
+int fsync(int fd) { REAL(fsync); settle(); DATA_CALL(WRITE, fd, real_fsync(fd)); }
+int fdatasync(int fd) { REAL(fdatasync); settle(); DATA_CALL(WRITE, fd, real_fdatasync(fd)); }
+int close(int fd) { REAL(close); init(); if (mode == WRITE || mode == READ) settle(); return real_close(fd); }
 ssize_t read(int fd, void *b, size_t n) { REAL(read); DATA_CALL(READ, fd, real_read(fd, b, n)); }
 ssize_t pread(int fd, void *b, size_t n, off_t o) { REAL(pread); DATA_CALL(READ, fd, real_pread(fd, b, n, o)); }
 ssize_t pread64(int fd, void *b, size_t n, off_t o) { REAL(pread64); DATA_CALL(READ, fd, real_pread64(fd, b, n, o)); }

@@ -87,8 +87,8 @@ def run_night(results, i, names=(), fault=None, lib=None, env=None, timeout=3600
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=run_env, timeout=timeout)
     seconds = time.monotonic() - t0
+    redate(results, sizes, night_of(i))     # the verdict's nights too
     verdict_path = Path(results) / 'latest' / 'post' / 'verdict.json'
     verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
-    redate(results, sizes, night_of(i))
     return {'night': night_of(i), 'exit': proc.returncode, 'verdict': verdict, 'fault': fault,
             'seconds': round(seconds, 1), 'out': proc.stdout[-6000:] + proc.stderr[-2000:]}

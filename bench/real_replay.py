@@ -40,8 +40,8 @@ def red_findings(v):
 
 def describe(f):
     scope = f.get('scope', 'series')
-    what = f.get('group') if scope == 'group' else (scope if scope in ('stack', 'system')
-                                                    else f"{f['check']} {f.get('params', '')}")
+    what = f.get('params') if scope == 'group' else (scope if scope in ('stack', 'system')
+                                                     else f"{f['check']}")
     change = '' if f.get('change') is None else f' {f["change"]:+.0%}'
     return f"{scope}:{what} {f.get('phase', '')}{change} since {f.get('since')}"
 
@@ -51,8 +51,8 @@ def names_right(scenario, found):
     if scenario == 'write':
         return any(f.get('scope') in ('stack', 'system') and f['phase'] == 'write' for f in found)
     if scenario == 'hdf5':
-        return any(f.get('scope') == 'group' and 'hdf5' in f.get('group', '') and f['phase'] == 'write'
-                   for f in found) or (bool(found) and all('backend=hdf5' in f.get('params', '')
+        return any(f.get('scope') == 'group' and f.get('params') == 'backend=hdf5'
+                   and f['phase'] == 'write' for f in found) or (bool(found) and all('backend=hdf5' in f.get('params', '')
                                                            for f in found))
     if scenario == 'read':
         return any(f['phase'] == 'read' for f in found)
@@ -65,20 +65,62 @@ def right_findings(scenario, found):
     return [f for f in found if names_right(scenario, [f])]
 
 
-def replay(out, n_nights, short, scenarios, lib, log):
-    """One fresh results tree: the shared clean nights, then each scenario's slowed nights."""
+def branch(src, dst, perflogs=True, runs=None):
+    """A scenario's own results tree from the shared one: its perflogs, and the earlier runs'
+    verdicts (detect --runs remembers unconfirmed flags); ``runs``: only the first N runs'."""
+    if perflogs:
+        shutil.copytree(src / 'perflogs', dst / 'perflogs')
+    for verdict in sorted((src / 'runs').glob('*/post/verdict.json'))[:runs]:
+        if (dst / 'runs' / verdict.parent.parent.name).exists():
+            continue
+        target = dst / 'runs' / verdict.parent.parent.name / 'post'
+        target.mkdir(parents=True)
+        shutil.copy2(verdict, target / 'verdict.json')
+        shutil.copy2(verdict.parent.parent / 'COMPLETE', target.parent / 'COMPLETE')
+
+
+def recover(clean_tree):
+    """The clean nights of an earlier, interrupted replay, from its run directories."""
+    recs = []
+    for i, run in enumerate(sorted(p for p in (clean_tree / 'runs').iterdir() if p.is_dir())):
+        status = (run / 'COMPLETE').read_text().split()
+        verdict = run / 'post' / 'verdict.json'
+        recs.append(slim({'night': nights.night_of(i), 'exit': int(status[2]), 'seconds': None,
+                          'verdict': json.loads(verdict.read_text()) if verdict.exists() else None,
+                          'out': ''}))
+    return recs
+
+
+def replay(out, n_nights, short, scenarios, lib, log, save, resume=False):
+    """One fresh results tree: the shared clean nights, then each scenario's slowed nights.
+    ``resume``: the clean nights of an earlier run of this tree are kept, the scenarios run again
+    (a short replay's branch must still be untouched)."""
     clean_tree = out / 'clean'
     branch_at = {n_nights - 2: list(scenarios)}
     if short:
         branch_at.setdefault(short - 2, []).append('short')
     records = {'clean': []}
-    for i in range(n_nights - 2):
-        rec = nights.run_night(clean_tree, i, lib=lib)
-        records['clean'].append(slim(rec))
-        log(f"  night {i + 1:2d} clean       exit {rec['exit']} {rec['seconds']:5.0f} s  "
-            + '; '.join(describe(f) for f in red_findings(rec['verdict'])))
-        for scen in branch_at.get(i + 1, []):
-            shutil.copytree(clean_tree / 'perflogs', out / scen / 'perflogs')
+    if resume:
+        records['clean'] = recover(clean_tree)
+        if len(records['clean']) != n_nights - 2 or (short and (out / 'short' / 'latest').exists()):
+            raise SystemExit(f'real_replay: error: cannot resume {out}: '
+                             f"{len(records['clean'])} clean nights, short branch used")
+        for scen in scenarios:
+            shutil.rmtree(out / scen, ignore_errors=True)
+            branch(clean_tree, out / scen)
+        if short:       # its perflogs were copied after night short-2; its verdicts up to there
+            branch(clean_tree, out / 'short', perflogs=False, runs=short - 2)
+        log(f"  nights 1-{n_nights - 2} clean: kept, exit "
+            + ' '.join(str(r['exit']) for r in records['clean']))
+    else:
+        for i in range(n_nights - 2):
+            rec = nights.run_night(clean_tree, i, lib=lib)
+            records['clean'].append(slim(rec))
+            log(f"  night {i + 1:2d} clean       exit {rec['exit']} {rec['seconds']:5.0f} s  "
+                + '; '.join(describe(f) for f in red_findings(rec['verdict'])))
+            save(records)
+            for scen in branch_at.get(i + 1, []):
+                branch(clean_tree, out / scen)
     for scen in list(scenarios) + (['short'] if short else []):
         fault = 'write' if scen == 'short' else scen
         first = (short if scen == 'short' else n_nights) - 2
@@ -88,6 +130,7 @@ def replay(out, n_nights, short, scenarios, lib, log):
             records[scen].append(slim(rec))
             log(f"  night {i + 1:2d} {scen:6s} slow exit {rec['exit']} {rec['seconds']:5.0f} s  "
                 + '; '.join(describe(f) for f in red_findings(rec['verdict'])))
+            save(records)
     return records
 
 
@@ -146,6 +189,8 @@ def main(argv=None):
     ap.add_argument('--out', default='/tmp/ioregress-replay')
     ap.add_argument('--json', help='write every night and the scores here')
     ap.add_argument('--summarize', metavar='JSON', help='print the tables of a saved replay')
+    ap.add_argument('--resume', action='store_true',
+                    help="keep the clean nights already in --out's trees, run the scenarios again")
     args = ap.parse_args(argv)
     if args.summarize:
         doc = json.loads(Path(args.summarize).read_text())
@@ -161,14 +206,16 @@ def main(argv=None):
     lib = nights.build_fault_lib(out)
     doc = {'nights': args.nights, 'short': args.short, 'scenarios': scenarios, 'runs': [],
            'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}
+    def save(records):
+        if args.json:
+            Path(args.json).write_text(json.dumps(dict(doc, runs=doc['runs'] + [records]), indent=1))
     for r in range(1, args.runs + 1):
         tree = out / f'run{r}'
-        shutil.rmtree(tree, ignore_errors=True)
+        if not args.resume:
+            shutil.rmtree(tree, ignore_errors=True)
         print(f'run {r}: {tree}', flush=True)
         doc['runs'].append(replay(tree, args.nights, args.short, scenarios, lib,
-                                  lambda s: print(s, flush=True)))
-        if args.json:
-            Path(args.json).write_text(json.dumps(doc, indent=1))
+                                  lambda s: print(s, flush=True), save, args.resume))
     doc['finished'] = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     if args.json:
         Path(args.json).write_text(json.dumps(doc, indent=1))

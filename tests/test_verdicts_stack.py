@@ -139,3 +139,32 @@ def test_an_unconfirmed_dip_opens_no_change_window(tmp_path):
     stack = [f for f in found if f['scope'] == 'stack']
     assert stack and stack[0]['since'] == night_of(10), found
     assert [f['since'] for f in plain if f['scope'] == 'stack'] == [night_of(9)], plain
+
+
+def test_an_unconfirmed_partition_wide_flag_is_not_red_anywhere(tmp_path):
+    """A burst: the whole partition -27 % for a few minutes, flagged, not reproduced by the re-run.
+    The verdict exits 0, the summary says nothing needs attention and lists it as UNCONFIRMED under
+    'not red tonight', never as SYSTEM-WIDE or I/O STACK; the page's first line agrees."""
+    import json
+    import subprocess
+    flag = {'system': 'sim', 'partition': 'p1', 'environ': '*', 'check': '*', 'params': '',
+            'phase': 'write', 'night': night_of(9), 'status': 'unconfirmed', 'scope': 'stack',
+            'since': None, 'change': -0.27, 'median': 0.73, 'history_median': 1.0,
+            'confirmation': 'not reproduced', 'fio_change': 0.01}
+    run = tmp_path / 'run'
+    (run / 'post').mkdir(parents=True)
+    (run / 'post' / 'detect.json').write_text(json.dumps([dict(flag, status='regression')]))
+    (run / 'post' / 'verdict.json').write_text(json.dumps(
+        {'schema': 'ioregress-verdict/1', 'confirmation': 'done', 'status': 'ok', 'exit': 0,
+         'findings': [flag]}))
+    proc = subprocess.run([sys.executable, '-m', 'postprocess', 'summary', '--run', str(run)],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert 'nothing needs attention: no regression, no failure' in lines
+    assert 'SYSTEM-WIDE' not in proc.stdout and 'I/O STACK' not in proc.stdout
+    unconfirmed = [ln for ln in lines if ln.startswith('  UNCONFIRMED')]
+    assert len(unconfirmed) == 1 and '-27.0%' in unconfirmed[0] and 'fio unchanged' in unconfirmed[0]
+    built = report_verdict.build([dict(flag, status='regression')],
+                                 tonight=json.loads((run / 'post' / 'verdict.json').read_text()))
+    assert built['attention'] == [] and [a['kind'] for a in built['notes']] == ['unconfirmed']

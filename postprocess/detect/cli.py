@@ -65,7 +65,8 @@ def run_verdict(args):
             print(f'warning: {message}', file=sys.stderr)
         tonight = verdict.confirm(history_runs, confirm_runs, tonight)
         stage = 'done'
-    elif any(f['status'] in verdict.FLAGS for f in tonight):
+    elif any(f['status'] == 'regression' for f in tonight):
+        # only a regression is re-run (ci/nightly.sh): an improvement alone waits for no one
         stage = 'pending' if args.rerun_list else 'none'
     if args.rerun_list:
         targets = verdict.rerun_targets(tonight, report) if stage == 'pending' else []
