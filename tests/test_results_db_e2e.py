@@ -1,0 +1,122 @@
+"""End to end: real `ci/nightly.sh` nights with ReFrame's results DB on (the default), re-dated into
+four nights as tests/test_verdicts_e2e.py does, the last one with slowed writes. Checks that stock
+ReFrame answers `--list-stored-sessions` and `--performance-compare` from the results tree's DB
+(the confirmation re-run is not a stored night), that detect finds the same from the DB as from the
+perflogs, and that IOREGRESS_NOTIFY got exactly one message (a webhook on loopback), on the red night.
+"""
+import datetime
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from servers import webhook  # noqa: E402
+from test_verdicts_e2e import FAST, FIRST_NIGHT, build_slow_writes, nightly, redate  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.reframe
+
+
+def redate_db(db, since, night):
+    """Move the sessions stored after unix time ``since`` to ``night`` (same clock time), as
+    redate() does with their perflog lines: every *_unix time of the session and its cases."""
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    shift = (datetime.date.fromisoformat(night) - today).days * 86400
+
+    def move(doc):
+        if isinstance(doc, dict):
+            return {k: (v + shift if k.endswith('_unix') and isinstance(v, (int, float))
+                        else move(v)) for k, v in doc.items()}
+        if isinstance(doc, list):
+            return [move(v) for v in doc]
+        return doc
+
+    conn = sqlite3.connect(db)
+    with conn:
+        for uuid, blob in conn.execute('SELECT uuid, json_blob FROM sessions '
+                                       'WHERE session_start_unix > ?', (since,)).fetchall():
+            conn.execute('UPDATE sessions SET json_blob = ?, session_start_unix = '
+                         'session_start_unix + ?, session_end_unix = session_end_unix + ? '
+                         'WHERE uuid = ?', (json.dumps(move(json.loads(blob))), shift, shift, uuid))
+            conn.execute('UPDATE testcases SET job_completion_time_unix = '
+                         'job_completion_time_unix + ? WHERE session_uuid = ?', (shift, uuid))
+    conn.close()
+
+
+def detect(args, out):
+    proc = subprocess.run([sys.executable, '-m', 'postprocess', 'detect', *args, '--system', 'local',
+                           '--all-nights', '--json', str(out)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    # the session is what only the DB knows (ReFrame's UUID; perflogs: a time-gap id)
+    return sorted((json.dumps({k: v for k, v in f.items() if k != 'session'}, sort_keys=True)
+                   for f in json.loads(out.read_text())))
+
+
+def reframe_db(results, *args):
+    env = dict(os.environ, RFM_ENABLE_RESULTS_STORAGE='y',
+               RFM_SQLITE_DB_FILE=str(results / 'reframe.db'))
+    return subprocess.run(['reframe', '-C', str(REPO / 'configs' / 'settings.py'), *args],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_nightly_results_db_same_findings_and_one_message(tmp_path):
+    lib = build_slow_writes(tmp_path)
+    results = tmp_path / 'results'
+    base = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+                PYTHONPATH=str(REPO), IOREGRESS_REPORT_URL='https://ci.example.org/ioregress/')
+    base.pop('IOREGRESS_RESULTS_DB', None)
+    statuses, told = [], []
+    with webhook() as (port, received):
+        base['IOREGRESS_NOTIFY'] = f'json://127.0.0.1:{port}/night'
+        for i in range(4):
+            perflogs = results / 'perflogs'
+            sizes = {p: p.stat().st_size for p in perflogs.rglob('*.log')} if perflogs.exists() else {}
+            since = time.time()
+            env = dict(base, LD_PRELOAD=str(lib), SLOW_WRITE_MIBPS='40') if i == 3 else base
+            proc = nightly(results, FAST, env)
+            statuses.append(proc.returncode)
+            told.append(len(received))
+            night = (FIRST_NIGHT + datetime.timedelta(days=i)).isoformat()
+            redate(perflogs, sizes, night)
+            redate_db(results / 'reframe.db', since, night)
+            shutil.rmtree(results / 'cache', ignore_errors=True)
+        out = proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert statuses == [0, 0, 0, 3], out
+    # one message, on the red night: its verdict lines and the page's published address
+    assert told == [0, 0, 0, 1], out
+    path, body = received[0]
+    doc = json.loads(body)
+    run = os.path.basename(os.readlink(results / 'latest'))
+    assert path == '/night' and 'RED (regression)' in doc['title'], doc
+    assert 'REGRESSION' in doc['message'] and ' write ' in doc['message'], doc
+    assert f'https://ci.example.org/ioregress/runs/{run}/post/report/index.html' in doc['message']
+    state = json.loads((results / 'notify' / 'local.json').read_text())
+    assert state['state'] == 'red' and state['run'] == run
+
+    # stock ReFrame on the results tree's DB: four nights, the confirmation re-run not among them
+    conn = sqlite3.connect(results / 'reframe.db')
+    uuids = [u for (u,) in conn.execute('SELECT uuid FROM sessions ORDER BY session_start_unix')]
+    conn.close()
+    assert len(uuids) == 4
+    listed = reframe_db(results, '--list-stored-sessions=20251201:now')
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert all(u in listed.stdout for u in uuids)
+    cmp = reframe_db(results, f'--performance-compare={uuids[0]}/{uuids[3]}/mean:/')
+    assert cmp.returncode == 0, cmp.stdout + cmp.stderr
+    assert 'write_bw' in cmp.stdout and 'BenchIO' in cmp.stdout
+
+    # the same findings from the DB, from the perflogs, and from both (a run counted once)
+    from_logs = detect(['--perflogs', str(results / 'perflogs')], tmp_path / 'logs.json')
+    from_db = detect(['--db', str(results / 'reframe.db')], tmp_path / 'db.json')
+    both = detect(['--perflogs', str(results / 'perflogs'), '--db', str(results / 'reframe.db')],
+                  tmp_path / 'both.json')
+    assert from_logs and from_db == from_logs and both == from_logs
+    assert any('"regression"' in f and '"write"' in f for f in from_db)
