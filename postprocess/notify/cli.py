@@ -35,9 +35,9 @@ def split_urls(text):
 
 
 def redacted(url):
-    """scheme://host of an address: a log line shows where, never a token or a password."""
+    """scheme://host[:port] of an address: a log line shows where, never a token or a password."""
     parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or (parts.netloc.rsplit('@', 1)[-1].split(':')[0] if parts.netloc else '')
+    host = parts.netloc.rsplit('@', 1)[-1] if parts.netloc else ''
     return f'{parts.scheme or "?"}://{host or "?"}'
 
 
@@ -72,25 +72,27 @@ def message(kind, system, night, run_dir, status):
         body = summary_lines(run_dir)
     except (OSError, UsageError) as err:          # the message still goes out, saying why
         body = f'(no summary: {err})'
-    return title, f'{title}\n{body}\n{page_address(run_dir)}'
+    return title, f'{body}\n{page_address(run_dir)}'
 
 
 def send(urls, title, body):
-    """Send to each address on its own: {redacted address: None if sent, else why not}."""
+    """Send to each address on its own: [(redacted address, None if sent, else why not)]."""
     import logging
     import apprise
     logging.getLogger('apprise').setLevel(logging.CRITICAL)   # one line per address, ours
-    outcome = {}
+    outcome = []
     for url in urls:
         where = redacted(url)
         box = apprise.Apprise()
         if not box.add(url):
-            outcome[where] = 'not a usable Apprise URL'
+            outcome.append((where, 'not a usable Apprise URL'))
             continue
         try:
-            outcome[where] = None if box.notify(title=title, body=body) else 'delivery failed'
+            # plain text: the summary's columns and line breaks as the terminal shows them
+            sent = box.notify(title=title, body=body, body_format=apprise.NotifyFormat.TEXT)
+            outcome.append((where, None if sent else 'delivery failed'))
         except Exception as err:                  # noqa: BLE001 -- a plugin's fault is one line
-            outcome[where] = f'{type(err).__name__}: {err}'
+            outcome.append((where, f'{type(err).__name__}: {" ".join(str(err).split())}'))
     return outcome
 
 
@@ -110,9 +112,9 @@ def run(args):
         return 0
     title, body = message(kind, args.system, night, args.run, args.status)
     outcome = send(urls, title, body)
-    for where, why in outcome.items():
+    for where, why in outcome:
         print(f'notify: {where}: ' + ('sent' if why is None else f'not sent ({why})'))
-    if any(why is None for why in outcome.values()):
+    if any(why is None for _, why in outcome):
         state.save(path, {'state': kind, 'night': night, 'run': os.path.basename(args.run),
                           'sent': datetime.datetime.now(datetime.timezone.utc)
                           .isoformat(timespec='seconds')})
