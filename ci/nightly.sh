@@ -194,6 +194,9 @@ elif grep -q -m1 -e 'No space left on device' -e '--- Logging error ---' "$run/r
     ((rf_status)) || rf_status=1
 fi
 stage=postprocess
+# ReFrame only warns when it cannot store the session: say so (the perflogs still hold the night).
+grep -q -m1 'failed to store results in the database' "$run/reframe.out" \
+    && say "warning: tonight's session is not in the results DB '$results_db' (see reframe.out)"
 [[ "$results_db" != off && -s "$results_db" ]] && db_args=(--db "$results_db")
 
 # ---- 2. postprocess (whatever this checkout has) -------------------------------------------------------

@@ -120,3 +120,38 @@ def test_nightly_results_db_same_findings_and_one_message(tmp_path):
                   tmp_path / 'both.json')
     assert from_logs and from_db == from_logs and both == from_logs
     assert any('"regression"' in f and '"write"' in f for f in from_db)
+
+
+def test_db_sessions_of_incomplete_runs_are_not_history(tmp_path):
+    """A nightly killed after ReFrame stored its session (during postprocess) leaves a DB session
+    whose run directory has INCOMPLETE: left out like its perflog lines, unless it is --this-run."""
+    from test_postprocess_reframe import TINY_CHECK
+    (tmp_path / 'tiny.py').write_text(TINY_CHECK)
+    results = tmp_path / 'results'
+    env = dict(os.environ, RFM_ENABLE_RESULTS_STORAGE='y',
+               RFM_SQLITE_DB_FILE=str(results / 'reframe.db'), PYTHONPATH=str(REPO))
+    runs = []
+    for name, mark in (('20260101T020000Z-local-quick', 'COMPLETE'),
+                       ('20260102T020000Z-local-quick', 'INCOMPLETE')):
+        run = results / 'runs' / name
+        run.mkdir(parents=True)
+        proc = subprocess.run(['reframe', '-C', str(REPO / 'configs' / 'settings.py'), '-c',
+                               str(tmp_path / 'tiny.py'), '-r', '--system', 'local', '--prefix',
+                               str(run), '--perflogdir', str(tmp_path / 'other-perflogs'),
+                               '--report-file', str(run / 'report.json')],
+                              cwd=run, capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-2000:]
+        (run / mark).write_text('x\n')
+        runs.append(run)
+
+    def ingest(*extra):
+        proc = subprocess.run([sys.executable, '-m', 'postprocess', 'ingest', '--db',
+                               str(results / 'reframe.db'), *extra], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc
+    proc = ingest()
+    assert len(proc.stdout.splitlines()) == 1 + 3                # one run: 3 repetition rows
+    assert 'note: 1 results-DB sessions of nightly runs that did not complete' in proc.stderr
+    proc = ingest('--this-run', str(runs[1]))                     # the nightly asking counts itself
+    assert len(proc.stdout.splitlines()) == 1 + 6 and 'note' not in proc.stderr
