@@ -243,8 +243,9 @@ elif [[ -e "$run/post/detect.json" ]]; then
         mkdir -p "$run/confirm/perflogs"
         confirm_suite() {
             # not a night: kept out of the results DB as out of the history perflogs
-            (cd "$run/confirm" && RFM_ENABLE_RESULTS_STORAGE=n "$REFRAME" -C "$config" -c "$REPO/reframe_checks" "${sysargs[@]}" -r \
-                "${selectors[@]}" -S "repeat=$confirm_repeat" --prefix "$run/confirm" \
+            (cd "$run/confirm" && RFM_ENABLE_RESULTS_STORAGE=n "$REFRAME" -C "$config" \
+                -c "$REPO/reframe_checks" "${sysargs[@]}" -r "${selectors[@]}" -S "repeat=$confirm_repeat" \
+                --prefix "$run/confirm" \
                 --perflogdir "$run/confirm/perflogs" --report-file "$run/confirm/report.json" --nocolor \
                 "${extra[@]}") > "$run/confirm/reframe.out" 2>&1
         }

@@ -83,6 +83,8 @@ def read_results_db(path, diag=None):
 def _db_case(case, uuid, start, where, diag):
     if not case.get('iob_params') or case.get('job_completion_time_unix') is None:
         return None                 # not one of our checks, or it never ran
+    if not case.get('perfvalues'):
+        return None                 # failed before its performance stage: no perflog line either
     try:
         params = parse_params(case['iob_params'])
     except ValueError as err:
