@@ -1,10 +1,11 @@
 """End to end: real `ci/nightly.sh` nights with ReFrame's results DB on (the default), re-dated into
-four nights as tests/test_verdicts_e2e.py does, the last one failing (no scratch directory). Checks that stock
-ReFrame answers `--list-stored-sessions` and `--performance-compare` from the results tree's DB
-(and no other session), that detect finds the same from the DB as from the
-perflogs, and that IOREGRESS_NOTIFY got exactly one message (a webhook on loopback), on the red night.
-(Not a red night by regression: whether a slowed night is flagged and confirmed on a loaded 2-core
-machine is detect's business, tests/test_verdicts_e2e.py; tests/test_notify.py sends that message.)
+nights as tests/test_verdicts_e2e.py does. The history of the first three is then made 3x faster
+(each repetition's seconds / 3, in the perflogs and the DB alike), so the fourth night is a
+regression whatever the load of this machine, confirmed by the re-run; a fifth run fails (no
+scratch directory) -- on the same real night as the fourth (run directories keep today's date), so
+it is not told again. Checks that stock ReFrame answers `--list-stored-sessions` and `--performance-compare` from the results tree's DB
+(the confirmation re-run is not stored: it is no night), that detect finds the same from the DB as
+from the perflogs, and that IOREGRESS_NOTIFY got one message (a webhook on loopback).
 """
 import datetime
 import json
@@ -52,6 +53,39 @@ def redate_db(db, since, night):
     conn.close()
 
 
+def scale_reps(reps, factor):
+    """'write=B:S,B:S;read=B:S' with every S divided by ``factor``."""
+    def phase(part):
+        name, _, items = part.partition('=')
+        return name + '=' + ','.join(f'{b}:{float(t) / factor!r}' for b, _, t in
+                                     (i.partition(':') for i in items.split(',') if i))
+    return ';'.join(phase(p) for p in reps.split(';') if p)
+
+
+def faster_history(results, factor):
+    """Every night so far ``factor`` times faster, the same in the perflogs and in the DB."""
+    for path in (results / 'perflogs').rglob('*.log'):
+        lines = path.read_text().split('\n')
+        for i, line in enumerate(lines):
+            fields = line.split('|')
+            if len(fields) > 10 and fields[9] != 'iob_reps':
+                fields[9] = scale_reps(fields[9], factor)
+                lines[i] = '|'.join(fields)
+        with open(path, 'r+') as fp:             # same file (inode): as an append-only history
+            fp.write('\n'.join(lines))
+            fp.truncate()
+    conn = sqlite3.connect(results / 'reframe.db')
+    with conn:
+        for uuid, blob in conn.execute('SELECT uuid, json_blob FROM sessions').fetchall():
+            doc = json.loads(blob)
+            for run in doc['runs']:
+                for case in run['testcases']:
+                    if case.get('iob_reps'):
+                        case['iob_reps'] = scale_reps(case['iob_reps'], factor)
+            conn.execute('UPDATE sessions SET json_blob = ? WHERE uuid = ?', (json.dumps(doc), uuid))
+    conn.close()
+
+
 def detect(args, out):
     proc = subprocess.run([sys.executable, '-m', 'postprocess', 'detect', *args, '--system', 'local',
                            '--all-nights', '--json', str(out)], cwd=REPO, capture_output=True,
@@ -69,7 +103,7 @@ def reframe_db(results, *args):
                           capture_output=True, text=True, env=env, timeout=300)
 
 
-def test_nightly_results_db_same_findings_and_one_message(tmp_path):
+def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
     results = tmp_path / 'results'
     base = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
                 PYTHONPATH=str(REPO), IOREGRESS_REPORT_URL='https://ci.example.org/ioregress/')
@@ -77,11 +111,13 @@ def test_nightly_results_db_same_findings_and_one_message(tmp_path):
     statuses, told = [], []
     with webhook() as (port, received):
         base['IOREGRESS_NOTIFY'] = f'json://127.0.0.1:{port}/night'
-        for i in range(4):
+        for i in range(5):
+            if i == 3:
+                faster_history(results, 3.0)
             perflogs = results / 'perflogs'
             sizes = {p: p.stat().st_size for p in perflogs.rglob('*.log')} if perflogs.exists() else {}
             since = time.time()
-            env = dict(base, IOREGRESS_SCRATCH='/proc/ioregress-no-such-dir') if i == 3 else base
+            env = dict(base, IOREGRESS_SCRATCH='/proc/ioregress-no-such-dir') if i == 4 else base
             proc = nightly(results, FAST, env)
             statuses.append(proc.returncode)
             told.append(len(received))
@@ -90,23 +126,26 @@ def test_nightly_results_db_same_findings_and_one_message(tmp_path):
             redate_db(results / 'reframe.db', since, night)
             shutil.rmtree(results / 'cache', ignore_errors=True)
         out = proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert statuses == [0, 0, 0, 1], out
-    # one message, on the red night: its verdict lines and the page's published address
-    assert told == [0, 0, 0, 1], out
-    path, body = received[0]
-    doc = json.loads(body)
-    run = os.path.basename(os.readlink(results / 'latest'))
-    assert path == '/night' and 'RED (failed)' in doc['title'], doc
-    assert '2 failed' in doc['message'] and 'FAILED      BenchIO' in doc['message'], doc
-    assert f'https://ci.example.org/ioregress/runs/{run}/post/report/index.html' in doc['message']
+    assert statuses == [0, 0, 0, 3, 1], out
+    # one message, on the red night: its verdict lines and the page's published address; the
+    # failing run of the same night is not told again (tests/test_notify.py: 'RED (failed)')
+    assert told == [0, 0, 0, 1, 1], out
+    runs = sorted(p.name for p in (results / 'runs').iterdir())
+    docs = [json.loads(body) for _, body in received]
+    assert [path for path, _ in received] == ['/night']
+    assert docs[0]['title'].endswith(': RED (regression)'), docs[0]
+    assert 'REGRESSION' in docs[0]['message'] or 'SYSTEM-WIDE' in docs[0]['message'], docs[0]
+    assert f'https://ci.example.org/ioregress/runs/{runs[3]}/post/report/index.html' in docs[0]['message']
+    verdict = json.loads((results / 'runs' / runs[3] / 'post' / 'verdict.json').read_text())
+    assert verdict['status'] == 'regression' and verdict['confirmation'] == 'done'
     state = json.loads((results / 'notify' / 'local.json').read_text())
-    assert state['state'] == 'red' and state['run'] == run
+    assert state['state'] == 'red' and state['run'] == runs[3]
 
-    # stock ReFrame on the results tree's DB: the four nights
+    # stock ReFrame on the results tree's DB: the five nights, not the confirmation re-run
     conn = sqlite3.connect(results / 'reframe.db')
     uuids = [u for (u,) in conn.execute('SELECT uuid FROM sessions ORDER BY session_start_unix')]
     conn.close()
-    assert len(uuids) == 4
+    assert len(uuids) == 5
     listed = reframe_db(results, '--list-stored-sessions=20251201:now')
     assert listed.returncode == 0, listed.stdout + listed.stderr
     assert all(u in listed.stdout for u in uuids)
@@ -119,7 +158,8 @@ def test_nightly_results_db_same_findings_and_one_message(tmp_path):
     from_db = detect(['--db', str(results / 'reframe.db')], tmp_path / 'db.json')
     both = detect(['--perflogs', str(results / 'perflogs'), '--db', str(results / 'reframe.db')],
                   tmp_path / 'both.json')
-    assert len(from_logs) == 3 * 4 and from_db == from_logs and both == from_logs
+    assert len(from_logs) == 4 * 4 and from_db == from_logs and both == from_logs
+    assert any('"regression"' in f for f in from_db)
 
 
 def test_db_sessions_of_incomplete_runs_are_not_history(tmp_path):
