@@ -165,3 +165,23 @@ def test_unreachable_store_is_a_warning_not_a_failure(tmp_path):
     proc = postprocess('export-findings', '--run', str(run_dir), '--system', 'local',
                        '--config', str(REPO / 'configs' / 'settings.py'))
     assert proc.returncode == 0 and proc.stdout + proc.stderr == ''
+
+
+def test_nightly_sends_values_when_the_system_file_says_so(tmp_path):
+    """ci/nightly.sh with a configuration whose `local` system exports: tonight's values reach
+    VictoriaMetrics through the nightly's own ReFrame run, and the night stays green."""
+    with victoria_metrics(tmp_path) as vm:
+        settings = checkout_with_export(tmp_path, vm.url)
+        results = tmp_path / 'results'
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+                   PYTHONPATH=str(REPO), IOREGRESS_CONFIG=str(settings))
+        proc = subprocess.run([str(REPO / 'ci' / 'nightly.sh'), '--tag', 'quick', '--system', 'local',
+                               '--results', str(results), '--name', 'BaselineFio'],
+                              capture_output=True, text=True, env=env, timeout=900)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        runs, _ = read_perflogs(results / 'perflogs')
+        [run] = runs
+        sent = {s[0]['__name__']: s for s in vm.export('{system="local"}')}
+        assert set(sent) == {f'ioregress_{v}' for v in run['perf']}
+        for var, perf in run['perf'].items():
+            assert sent[f'ioregress_{var}'][1] == [pytest.approx(perf['value'], rel=1e-6)]
