@@ -84,7 +84,7 @@ class _Hook(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get('Content-Length', 0)))
         self.server.received.append((self.path, body.decode('utf-8', 'replace')))
-        self.send_response(200)
+        self.send_response(self.server.status)
         self.end_headers()
 
     def log_message(self, *args):
@@ -92,10 +92,11 @@ class _Hook(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def webhook():
-    """An HTTP server on loopback that keeps every POST: yields (port, [(path, body)])."""
+def webhook(status=200):
+    """An HTTP server on loopback that keeps every POST and answers ``status``: yields
+    (port, [(path, body)])."""
     server = ThreadingHTTPServer(('127.0.0.1', 0), _Hook)
-    server.received = []
+    server.received, server.status = [], status
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from servers import free_port, victoria_metrics  # noqa: E402
+from servers import free_port, victoria_metrics, webhook  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -161,6 +161,14 @@ def test_unreachable_store_is_a_warning_not_a_failure(tmp_path):
     assert proc.returncode == 0
     assert proc.stdout == '' and len(proc.stderr.splitlines()) == 1
     assert f'1 finding(s) not exported to {dead}' in proc.stderr
+    # a store that answers with errors (overloaded, wrong URL): the check passes, the perflog has it
+    with webhook(status=500) as (port, posted):
+        settings = checkout_with_export(tmp_path / 'failing', f'http://127.0.0.1:{port}')
+        proc = run_checks(settings, tmp_path / 'rf2', ['BaselineFio'])
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-3000:]
+        assert 'could not log performance data' in out and posted
+        assert len(read_perflogs(tmp_path / 'rf2' / 'perflogs')[0]) == 1
     # not configured: nothing at all
     proc = postprocess('export-findings', '--run', str(run_dir), '--system', 'local',
                        '--config', str(REPO / 'configs' / 'settings.py'))
