@@ -97,7 +97,8 @@ def test_broken_addresses_are_one_line_each_never_a_failure(tmp_path):
                              f'json://127.0.0.1:{port}/ok slack://token:secret@nowhere')
         lines = out.splitlines()
         assert len(lines) == 4, out
-        assert 'notify: nosuchscheme://x: not sent (not a usable Apprise URL)' in lines
+        assert 'notify: nosuchscheme://... (address 1): not sent (not a usable Apprise URL)' in lines
+        assert 'notify: slack://... (address 4): not sent (not a usable Apprise URL)' in lines
         assert f'notify: json://127.0.0.1:{dead}: not sent (delivery failed)' in lines
         assert 'secret' not in out and 'token' not in out          # no credentials in the log
         assert f'notify: json://127.0.0.1:{port}: sent' in lines

@@ -34,11 +34,20 @@ def split_urls(text):
     return [u for u in re.split(r'[\s,]+', text.strip()) if u]
 
 
-def redacted(url):
-    """scheme://host[:port] of an address: a log line shows where, never a token or a password."""
+# Schemes whose host part is a server's name; the others (slack://, discord://, tgram://...) carry
+# tokens where a host would be, so a log line names only their scheme and position.
+HOST_SCHEMES = {'mailto', 'mailtos', 'json', 'jsons', 'xml', 'xmls', 'form', 'forms', 'matrix',
+                'matrixs', 'ntfy', 'ntfys', 'mmost', 'mmosts', 'rocket', 'rockets', 'gotify',
+                'gotifys', 'apprise', 'apprises'}
+
+
+def redacted(url, index):
+    """Where an address points, for a log line: never a token or a password."""
     parts = urllib.parse.urlsplit(url)
-    host = parts.netloc.rsplit('@', 1)[-1] if parts.netloc else ''
-    return f'{parts.scheme or "?"}://{host or "?"}'
+    scheme = parts.scheme.lower()
+    if scheme in HOST_SCHEMES and parts.netloc:
+        return f'{scheme}://{parts.netloc.rsplit("@", 1)[-1]}'
+    return f'{scheme or "?"}://... (address {index})'
 
 
 def night_of(run_dir):
@@ -81,8 +90,8 @@ def send(urls, title, body):
     import apprise
     logging.getLogger('apprise').setLevel(logging.CRITICAL)   # one line per address, ours
     outcome = []
-    for url in urls:
-        where = redacted(url)
+    for index, url in enumerate(urls, 1):
+        where = redacted(url, index)
         box = apprise.Apprise()
         if not box.add(url):
             outcome.append((where, 'not a usable Apprise URL'))
