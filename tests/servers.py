@@ -80,10 +80,17 @@ def victoria_metrics(tmp_path):
         log.close()
 
 
+class Received(list):
+    def __init__(self):
+        super().__init__()
+        self.headers = []
+
+
 class _Hook(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get('Content-Length', 0)))
         self.server.received.append((self.path, body.decode('utf-8', 'replace')))
+        self.server.received.headers.append(dict(self.headers))
         self.send_response(self.server.status)
         self.end_headers()
 
@@ -94,9 +101,9 @@ class _Hook(BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def webhook(status=200):
     """An HTTP server on loopback that keeps every POST and answers ``status``: yields
-    (port, [(path, body)])."""
+    (port, received): received is [(path, body)], and received.headers each request's headers."""
     server = ThreadingHTTPServer(('127.0.0.1', 0), _Hook)
-    server.received, server.status = [], status
+    server.received, server.status = Received(), status
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -3,6 +3,7 @@ ReFrame with a system file's 'export': {'victoriametrics': URL} (the httpjson pe
 configs/settings.py), the values queried back with PromQL and compared with the perflog; the
 verdict's findings exported as ioregress_finding; every query of the Grafana dashboard answered.
 """
+import base64
 import datetime
 import json
 import os
@@ -169,6 +170,14 @@ def test_unreachable_store_is_a_warning_not_a_failure(tmp_path):
         assert proc.returncode == 0, out[-3000:]
         assert 'could not log performance data' in out and posted
         assert len(read_perflogs(tmp_path / 'rf2' / 'perflogs')[0]) == 1
+    # a store behind basic auth (vmauth): the credentials go as a header, never into a log line
+    with webhook() as (port, posted):
+        proc = postprocess('export-findings', '--run', str(run_dir), '--system', 'local',
+                           '--url', f'http://ioregress:s%40cret@127.0.0.1:{port}')
+        assert proc.returncode == 0 and 's%40cret' not in proc.stdout + proc.stderr
+        assert proc.stdout == f'export-findings: 1 finding(s) -> http://127.0.0.1:{port}\n'
+        assert posted[0][0] == '/api/v1/import'
+        assert posted.headers[0]['Authorization'] == 'Basic ' + base64.b64encode(b'ioregress:s@cret').decode()
     # not configured: nothing at all
     proc = postprocess('export-findings', '--run', str(run_dir), '--system', 'local',
                        '--config', str(REPO / 'configs' / 'settings.py'))

@@ -59,8 +59,8 @@ def run(args):
     try:
         vm.post_lines(url, lines)
     except (OSError, ValueError) as err:
-        print(f'export-findings: warning: {len(lines)} finding(s) not exported to {url}: '
+        print(f'export-findings: warning: {len(lines)} finding(s) not exported to {vm.public(url)}: '
               f'{" ".join(str(getattr(err, "reason", err)).split())}', file=sys.stderr)
         return 0
-    print(f'export-findings: {len(lines)} finding(s) -> {url}')
+    print(f'export-findings: {len(lines)} finding(s) -> {vm.public(url)}')
     return 0

@@ -9,10 +9,12 @@
 Stdlib only: configs/settings.py loads this file by path when ReFrame reads its configuration.
 One line is ``{"metric": {"__name__": ..., label: value...}, "values": [v], "timestamps": [ms]}``.
 """
+import base64
 import json
 import re
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 PHASES = ('write', 'read')
@@ -76,11 +78,24 @@ def finding_lines(verdict, stamp_ms, page=''):
     return lines
 
 
+def public(url):
+    """The URL without user:password (for log lines)."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit('@', 1)[-1]))
+
+
 def post_lines(url, lines, timeout=10):
-    """POST import lines to a VictoriaMetrics base URL; raises OSError (URLError) on failure."""
+    """POST import lines to a VictoriaMetrics base URL (``user:password@`` in it: basic auth, as
+    vmauth wants; ReFrame's handler does the same through requests); raises OSError on failure."""
     body = ('\n'.join(lines) + '\n').encode()
-    req = urllib.request.Request(url.rstrip('/') + IMPORT_PATH, data=body, method='POST',
-                                 headers={'Content-Type': 'application/json'})
+    headers = {'Content-Type': 'application/json'}
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is not None:
+        user = urllib.parse.unquote(parts.username)
+        password = urllib.parse.unquote(parts.password or '')
+        headers['Authorization'] = 'Basic ' + base64.b64encode(f'{user}:{password}'.encode()).decode()
+    req = urllib.request.Request(public(url).rstrip('/') + IMPORT_PATH, data=body, method='POST',
+                                 headers=headers)
     with urllib.request.urlopen(req, timeout=timeout) as resp:
         if resp.status >= 300:
             raise urllib.error.HTTPError(req.full_url, resp.status, resp.reason, resp.headers, None)
