@@ -13,6 +13,7 @@
 #                                                             reframe.log, output/, stage/ (failures only),
 #                                                             post/ (detection, plots, HTML, Darshan index)
 #                latest -> runs/<this run>
+#                reframe.db                                   ReFrame's results DB (below)
 #   --name     ReFrame -n filter (repeatable), to run a subset
 #   after --   passed to reframe unchanged
 #
@@ -20,6 +21,9 @@
 # reference or ReFrame error) or a postprocess step failed; 3 checks passed but postprocess detected a
 # regression; 2 bad usage (one line, nothing created).
 # Postprocess commands that do not exist (yet) in this checkout are skipped with a message.
+# Where sites look (docs/nightly.md): IOREGRESS_RESULTS_DB (default <results>/reframe.db, 'off': none)
+# stores the sessions in ReFrame's results DB; a system file's 'export': {'victoriametrics': URL}
+# sends values and findings there; IOREGRESS_NOTIFY (Apprise URLs) gets a message on red nights.
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,7 +46,7 @@ while (($#)); do
         --system) needs_value "$@"; system="$2"; shift 2 ;;
         --results) needs_value "$@"; results="$2"; shift 2 ;;
         --name) needs_value "$@"; names+=(-n "$2"); shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) usage_error "unknown option '$1'" ;;
     esac
@@ -126,6 +130,15 @@ done
 ln -sfn "runs/$name" "$results/latest"
 export IOREGRESS_THIS_RUN="$run"                  # postprocess counts this run's lines though not COMPLETE
 export IOREGRESS_CACHE="${IOREGRESS_CACHE:-$results/cache/ingest}"   # incremental ingest cache
+# ReFrame's results DB of this results tree: stock `reframe --list-stored-sessions` reads it, and
+# postprocess reads history from it as well as from the perflogs (docs/nightly.md).
+results_db="${IOREGRESS_RESULTS_DB:-$results/reframe.db}"
+db_args=()
+if [[ "$results_db" == off ]]; then
+    export RFM_ENABLE_RESULTS_STORAGE=n
+else
+    export RFM_ENABLE_RESULTS_STORAGE=y RFM_SQLITE_DB_FILE="$results_db"
+fi
 
 # run_child CMD...: run in its own process group and wait (interruptibly: a trapped signal is acted on
 # at once, not after CMD ends); the signal handler stops the whole group.
@@ -181,6 +194,10 @@ elif grep -q -m1 -e 'No space left on device' -e '--- Logging error ---' "$run/r
     ((rf_status)) || rf_status=1
 fi
 stage=postprocess
+# ReFrame only warns when it cannot store the session: say so (the perflogs still hold the night).
+grep -q -m1 'failed to store results in the database' "$run/reframe.out" \
+    && say "warning: tonight's session is not in the results DB '$results_db' (see reframe.out)"
+[[ "$results_db" != off && -s "$results_db" ]] && db_args=(--db "$results_db")
 
 # ---- 2. postprocess (whatever this checkout has) -------------------------------------------------------
 # have CMD: the postprocess CLI offers CMD (its registry lists it and CMD --help works).
@@ -198,7 +215,8 @@ post() {
 regression=0
 post_failed=0
 post darshan-index "$run" -o "$run/post/darshan" -j 2 || post_failed=1
-post detect --perflogs "$results/perflogs" --system "$system" --runs "$results/runs" --json "$run/post/detect.json" \
+post detect --perflogs "$results/perflogs" "${db_args[@]}" --system "$system" --runs "$results/runs" \
+    --json "$run/post/detect.json" \
     > "$run/post/detect.txt" 2>&1
 detect_status=$?
 cat "$run/post/detect.txt"
@@ -225,14 +243,17 @@ elif [[ -e "$run/post/detect.json" ]]; then
         say "confirmation: re-running $((${#selectors[@]} / 2)) check(s) with repeat=$confirm_repeat -> $run/confirm"
         mkdir -p "$run/confirm/perflogs"
         confirm_suite() {
-            (cd "$run/confirm" && "$REFRAME" -C "$config" -c "$REPO/reframe_checks" "${sysargs[@]}" -r \
-                "${selectors[@]}" -S "repeat=$confirm_repeat" --prefix "$run/confirm" \
+            # not a night: kept out of the results DB as out of the history perflogs
+            (cd "$run/confirm" && RFM_ENABLE_RESULTS_STORAGE=n "$REFRAME" -C "$config" \
+                -c "$REPO/reframe_checks" "${sysargs[@]}" -r "${selectors[@]}" -S "repeat=$confirm_repeat" \
+                --prefix "$run/confirm" \
                 --perflogdir "$run/confirm/perflogs" --report-file "$run/confirm/report.json" --nocolor \
                 "${extra[@]}") > "$run/confirm/reframe.out" 2>&1
         }
         run_child confirm_suite || say "confirmation re-run: reframe status $? (flags it did not re-run stay)"
         stage=postprocess
-        verdict --confirm-perflogs "$run/confirm/perflogs" --perflogs "$results/perflogs" --system "$system"
+        verdict --confirm-perflogs "$run/confirm/perflogs" --perflogs "$results/perflogs" "${db_args[@]}" \
+            --system "$system"
         verdict_status=$?
     fi
     case $verdict_status in 0) ;; 3) regression=1 ;; *) post_failed=1; say "could not judge tonight (verdict status $verdict_status)" ;; esac
@@ -242,7 +263,7 @@ else    # status 1 is also an environment fault (e.g. a full disk): no findings 
 fi
 darshan_link=()
 [[ -e "$run/post/darshan/index.html" ]] && darshan_link=(--darshan-index "$run/post/darshan/index.html")
-post report --perflogs "$results/perflogs" --system "$system" -o "$run/post/report" "${darshan_link[@]}" \
+post report --perflogs "$results/perflogs" "${db_args[@]}" --system "$system" -o "$run/post/report" "${darshan_link[@]}" \
     || post_failed=1
 
 # ---- 3. verdict ------------------------------------------------------------------------------------------
@@ -251,6 +272,15 @@ say "results: $run (report.json, JUnit junit.xml, post/); perflogs: $results/per
 # The verdict for a person: counts, each regression / system-wide change / failure, the page's file:// URL.
 (cd "$REPO" && "$PYTHON" -m postprocess summary --run "$run") \
     || say "could not summarise the run (see above); html: $run/post/report/index.html"
+status=0
+((regression)) && status=3
+((rf_status != 0 || post_failed)) && status=1
+# Tell where sites look (each off unless configured; never changes the night's status): findings to
+# VictoriaMetrics, a message to IOREGRESS_NOTIFY on a red night and once when green again.
+post export-findings --run "$run" --system "$system" --config "$config" \
+    || say "export-findings failed (status $?): the night's status is unchanged"
+[[ -n "${IOREGRESS_NOTIFY:-}" ]] && { post notify --run "$run" --system "$system" --status "$status" \
+    || say "notify failed (status $?): the night's status is unchanged"; }
 if ((rf_status != 0)); then
     say "FAILED: reframe reported failures (status $rf_status)"
     exit 1

@@ -24,6 +24,10 @@ PIP_PACKAGES+=(drishti-io==0.8)
 # its dependencies: it pins numpy 2.2 / scipy 1.16 for its service parts (BigQuery, Grafana,
 # Slack...), while otava.analysis needs only numpy and scipy.stats, which the lines above pin.
 PIP_NODEPS=(apache-otava==0.8.0)
+# Results where sites look (docs/nightly.md): Apprise sends the red/green message; aiosmtpd is the
+# real SMTP server its test talks to; VictoriaMetrics is the time-series store the export test runs.
+PIP_PACKAGES+=(apprise==2.2.0 aiosmtpd==1.4.6)
+APT_PACKAGES+=(victoria-metrics)
 
 APT_UPDATED=0
 apt_install() {   # apt-get update at most once per run

@@ -36,6 +36,29 @@ def _all_systems():
 
 _systems, _environments = _all_systems()
 
+
+def _load_victoriametrics():
+    path = _HERE.parent / 'postprocess' / 'export' / 'victoriametrics.py'
+    spec = importlib.util.spec_from_file_location('ioregress_victoriametrics', path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _exports(systems):
+    """A system file's optional ``'export': {'victoriametrics': URL}`` (docs/nightly.md): taken
+    out of the system entry (ReFrame's schema has no such key) -> {system name: URL}."""
+    out = {}
+    for system in systems:
+        export = system.pop('export', None) or {}
+        if export.get('victoriametrics'):
+            out[system['name']] = export['victoriametrics']
+    return out
+
+
+_export_urls = _exports(_systems)
+EXPORT_URLS = dict(_export_urls)    # read by `postprocess export-findings --config`
+
 # Perflog line: see docs/CONTRACT.md section 3. Changing it rotates existing perflogs to .h<N>.
 PERFLOG_FORMAT = (
     '%(check_job_completion_time)s|reframe %(version)s|%(check_name)s|'
@@ -48,27 +71,38 @@ PERFLOG_FORMAT_PERFVARS = (
     '%(check_perf_ref)s|%(check_perf_lower_thres)s|%(check_perf_upper_thres)s|'
 )
 
+_HANDLERS = [
+    {'type': 'stream', 'name': 'stdout', 'level': 'info', 'format': '%(message)s'},
+    {'type': 'file', 'name': 'reframe.log', 'level': 'debug',
+     'format': '[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s', 'append': False},
+]
+_PERFLOG_FILE = {'type': 'filelog', 'prefix': '%(check_system)s/%(check_partition)s',
+                 'level': 'info', 'format': PERFLOG_FORMAT, 'format_perfvars': PERFLOG_FORMAT_PERFVARS,
+                 'datefmt': '%Y-%m-%dT%H:%M:%S%z', 'append': True}
+
+
+def _logging():
+    """The perflog file for every system; a system with an export URL also sends each performance
+    value to VictoriaMetrics (ReFrame's httpjson handler; the first entry naming a system wins)."""
+    entries = []
+    if _export_urls:
+        vm = _load_victoriametrics()
+        for name, url in _export_urls.items():
+            entries.append({'target_systems': [name], 'level': 'debug', 'handlers': _HANDLERS,
+                            'handlers_perflog': [_PERFLOG_FILE, vm.httpjson_handler(url)]})
+    entries.append({'level': 'debug', 'handlers': _HANDLERS, 'handlers_perflog': [_PERFLOG_FILE]})
+    return entries
+
+
 site_configuration = {
     'systems': _systems,
     'environments': _environments,
-    'logging': [
-        {
-            'level': 'debug',
-            'handlers': [
-                {'type': 'stream', 'name': 'stdout', 'level': 'info',
-                 'format': '%(message)s'},
-                {'type': 'file', 'name': 'reframe.log', 'level': 'debug',
-                 'format': '[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s',
-                 'append': False},
-            ],
-            'handlers_perflog': [
-                {'type': 'filelog', 'prefix': '%(check_system)s/%(check_partition)s',
-                 'level': 'info', 'format': PERFLOG_FORMAT,
-                 'format_perfvars': PERFLOG_FORMAT_PERFVARS,
-                 'datefmt': '%Y-%m-%dT%H:%M:%S%z', 'append': True},
-            ],
-        }
-    ],
+    'logging': _logging(),
+    # ReFrame's results DB: off here; ci/nightly.sh turns it on per results tree
+    # (RFM_ENABLE_RESULTS_STORAGE, RFM_SQLITE_DB_FILE). The default file is that of the default tree,
+    # so `RFM_ENABLE_RESULTS_STORAGE=y reframe -C configs/settings.py --list-stored-sessions` reads it.
+    'storage': [{'enable': False,
+                 'sqlite_db_file': str(_HERE.parent / 'results' / 'reframe.db')}],
     'general': [
         {
             'check_search_path': [str(_HERE.parent / 'reframe_checks')],

@@ -19,6 +19,8 @@ SUBCOMMANDS = [
     'postprocess.references.cli:register',  # calibrate
     'postprocess.report.cli:register',      # plots, report
     'postprocess.darshan.cli:register',     # darshan-index, darshan-diff, darshan-check
+    'postprocess.export.cli:register',      # export-findings
+    'postprocess.notify.cli:register',      # notify
 ]
 
 

@@ -126,6 +126,20 @@ def read_db(path, diag):
     return runs
 
 
+def _incomplete_sessions(db_runs, this_run):
+    """Run directories of DB sessions that are nightly runs without COMPLETE (killed while
+    postprocessing, or still running), except ``this_run``: not history, as their perflog lines."""
+    from postprocess.history.nightly_runs import COMPLETE, INCOMPLETE
+    this = os.path.realpath(this_run) if this_run else None
+    out = set()
+    for where in {r['session_dir'] for r in db_runs if r.get('session_dir')}:
+        if (os.path.exists(os.path.join(where, INCOMPLETE))
+                and not os.path.exists(os.path.join(where, COMPLETE))
+                and os.path.realpath(where) != this):
+            out.add(where)
+    return out
+
+
 def load_runs(args):
     """Run records selected by the history arguments; diagnostics printed to stderr."""
     check_args(args)
@@ -133,7 +147,13 @@ def load_runs(args):
     runs, _ = (read_perflogs(args.perflogs, diag, this_run=args.this_run, skipped=skipped)
                if args.perflogs else ([], diag))
     if args.db:
-        runs = merge_runs(read_db(args.db, diag), runs)
+        db_runs = read_db(args.db, diag)
+        incomplete = _incomplete_sessions(db_runs, args.this_run)
+        if incomplete:
+            db_runs = [r for r in db_runs if r['session_dir'] not in incomplete]
+            PENDING.append(f'note: {len(incomplete)} results-DB sessions of nightly runs that did '
+                           f'not complete (no COMPLETE in their run directory) not counted')
+        runs = merge_runs(db_runs, runs)
     if not runs and args.perflogs and not args.db:
         raise _no_lines(args, len(skipped), diag)
     if not runs:

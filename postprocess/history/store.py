@@ -15,6 +15,7 @@ divided by the median baseline bandwidth of the same session and phase.
 """
 import datetime
 import json
+import os
 import sqlite3
 
 import numpy as np
@@ -65,11 +66,15 @@ def read_results_db(path, diag=None):
             diag.add(f'{path}:{uuid}', 'session JSON unreadable (skipped)')
             continue
         start = datetime.datetime.fromtimestamp(start, datetime.timezone.utc)
+        # the session's --prefix: a nightly's run directory (ci/nightly.sh), for its COMPLETE mark
+        output = (report.get('session_info') or {}).get('prefix_output') or ''
+        session_dir = os.path.dirname(output) if output else ''
         for run_index, run in enumerate(report.get('runs', [])):
             for case in run.get('testcases', []):
                 where = f'{path}:{uuid}:{run_index}:{case.get("name")}'
                 record = _db_case(case, uuid, start, where, diag)
                 if record is not None:
+                    record['session_dir'] = session_dir
                     runs.append(record)
     runs.sort(key=lambda r: r['time'])
     return runs, diag
@@ -78,6 +83,8 @@ def read_results_db(path, diag=None):
 def _db_case(case, uuid, start, where, diag):
     if not case.get('iob_params') or case.get('job_completion_time_unix') is None:
         return None                 # not one of our checks, or it never ran
+    if not case.get('perfvalues'):
+        return None                 # failed before its performance stage: no perflog line either
     try:
         params = parse_params(case['iob_params'])
     except ValueError as err:

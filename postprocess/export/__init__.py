@@ -1,0 +1,1 @@
+"""Findings and performance values to a time-series store (VictoriaMetrics), for Grafana."""
