@@ -12,8 +12,9 @@ filesystem's when fio moved with it) and the factor of one library or one check 
   the factor with it). A moving group is one finding ("HDF5 checks -30 % write (9 of 12)").
 
 Factor and group levels are tested like series (detect/evidence.py: pooled over suspect nights,
-against their own history's spread, floored at their estimation noise), in one family per night
-with Holm at ``alpha_system``; the confirmation re-run (detect/verdict.py) is the second stage.
+against their own history's spread, floored at their estimation noise), Holm at ``alpha_system``
+in one family per night for the factors and one for the groups; the confirmation re-run
+(detect/verdict.py) is the second stage.
 """
 import math
 
@@ -121,22 +122,27 @@ def judge(ft, t, levels, night, present, opt):
 
 
 def decide(tests, opt):
-    """Holm over tonight's fresh factor and group tests (one family per night), at alpha_system."""
-    fresh = [x for x in tests if x['fresh']]
-    if not fresh:
-        return
-    down = holm([x['p_dir'][0] for x in fresh], opt['alpha_system'])
-    up = holm([x['p_dir'][1] for x in fresh], opt['alpha_system'])
-    for x, is_down, is_up in zip(fresh, down, up):
-        # a group is a finding when most of its checks moved, not one member dragging its median
-        most = x['kind'] != 'group' or 2 * (x.get('moved') or 0) >= len(x['trs'])
-        if (is_down or is_up) and most and abs(math.expm1(x['est'])) >= opt['min_effect']:
-            direction = -1 if x['est'] < 0 else 1
-            if x['track'].t_now in x['track'].unconfirmed:
-                x['status'] = 'unconfirmed'     # its re-run that night did not reproduce it
-                continue
-            x['status'] = 'regression' if direction < 0 else 'improvement'
-            x['since'] = x['track'].start_change(x['levels'], x['track'].t_now, direction, x['k'])
+    """Holm over tonight's fresh tests, one family for the common factors (what moved everything)
+    and one for the groups (what moved one library or check family), each at alpha_system: a
+    dozen group tests must not dilute the one question every night asks first."""
+    for kind in ('factor', 'group'):
+        fresh = [x for x in tests if x['fresh'] and x['kind'] == kind]
+        if not fresh:
+            continue
+        down = holm([x['p_dir'][0] for x in fresh], opt['alpha_system'])
+        up = holm([x['p_dir'][1] for x in fresh], opt['alpha_system'])
+        for x, is_down, is_up in zip(fresh, down, up):
+            # a group is a finding when most of its checks moved, not one member dragging its
+            # median
+            most = kind != 'group' or 2 * (x.get('moved') or 0) >= len(x['trs'])
+            if (is_down or is_up) and most and abs(math.expm1(x['est'])) >= opt['min_effect']:
+                direction = -1 if x['est'] < 0 else 1
+                if x['track'].t_now in x['track'].unconfirmed:
+                    x['status'] = 'unconfirmed'     # its re-run that night did not reproduce it
+                    continue
+                x['status'] = 'regression' if direction < 0 else 'improvement'
+                x['since'] = x['track'].start_change(x['levels'], x['track'].t_now, direction,
+                                                     x['k'])
 
 
 def baseline_change(present, keys_of, t, hist):

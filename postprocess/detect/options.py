@@ -2,7 +2,7 @@
 command line and the report can read them without importing the statistics (scipy)."""
 
 DEFAULTS = {'window': 14, 'min_nights': 3, 'alpha': 0.1, 'alpha_improvement': 0.005,
-            'alpha_system': 0.05, 'alpha_continue': 0.01, 'alpha_confirm': 0.02,
+            'alpha_system': 0.02, 'alpha_continue': 0.01, 'alpha_confirm': 0.02,
             'min_effect': 0.05, 'pool_nights': 3, 'min_common': 3,
             'suspect_z': 1.0, 'empirical_null_min': 30, 'horizon': 60,
             'prior_nights': 10, 'min_group': 3}
