@@ -19,6 +19,8 @@ SUBCOMMANDS = [
     'postprocess.references.cli:register',  # calibrate
     'postprocess.report.cli:register',      # plots, report
     'postprocess.darshan.cli:register',     # darshan-index, darshan-diff, darshan-check
+    'postprocess.accept.cli:register',      # accept (--list, --undo)
+    'postprocess.compare.cli:register',     # compare
 ]
 
 

@@ -87,6 +87,8 @@ def build_report(args):
     darshan_rows = verdict.load_darshan_rows(args.darshan_json) if args.darshan_json else []
     # only the nights shown (and judged): years of history are not read into memory
     history = inputs.load_history(args, last_nights=history_window(args))
+    from postprocess.accept import apply as accepted, page as accepted_page   # postprocess/accept/
+    acceptances = accepted.for_args(args)
     os.makedirs(figdir, exist_ok=True)
     notes = []
     if given is None:
@@ -94,7 +96,8 @@ def build_report(args):
         # series is also tonight's finding (detection is causal). Imported here: scipy.stats
         # alone costs 0.8 s of a nightly report that reuses detect's findings.
         from postprocess.detect.suite import detect
-        recent = detect(history, value=args.value, last_nights=args.history_nights)
+        recent = accepted.mark(detect(accepted.rebaseline(history, acceptances), value=args.value,
+                                      last_nights=args.history_nights), acceptances)
         findings = verdict.latest_per_series(recent)
     else:
         # the nightly's detect.json: no second detection (the slow part of a warm report)
@@ -151,5 +154,6 @@ def build_report(args):
                              darshan_links=darshan,
                              interactive=(interactive.resources_js() if plot_list else '', script,
                                           plot_list),
-                             extra_sections=ior_section(history))
+                             extra_sections=ior_section(history),
+                             accepted=accepted_page.rows(acceptances, {k[0] for k in history.keys}))
     return page, sum(len(f) for _, f in sections), notes
