@@ -89,6 +89,8 @@ def build_report(args):
     history = inputs.load_history(args, last_nights=history_window(args))
     from postprocess.accept import apply as accepted, page as accepted_page   # postprocess/accept/
     acceptances = accepted.for_args(args)
+    from postprocess.why import notes as site_notes     # markers on every history plot
+    night_notes = site_notes.for_args(args, history)
     os.makedirs(figdir, exist_ok=True)
     notes = []
     if given is None:
@@ -119,11 +121,12 @@ def build_report(args):
              lambda n: plots.stripe_heatmap(history, figdir, n),
              lambda n: plots.library_bars(history, figdir, n)] + \
         [lambda n, part=part: plots.history(history, night_flags, figdir, n, part,
-                                            args.history_nights, summary=False)
+                                            args.history_nights, summary=False,
+                                            site_notes=night_notes)
          for part in halves if part]
     results, (anchors, script, divs) = parallel.run(
         tasks, parallel.workers(), lambda: interactive.history_figures(
-            history, live, night_flags, args.value, args.history_nights))
+            history, live, night_flags, args.value, args.history_nights, night_notes))
     for _, task_notes in results:
         notes.extend(task_notes)
     drawn = {os.path.basename(f) for files, _ in results[3:] for f in files}

@@ -8,7 +8,9 @@ partition) ran. ``why`` (docs/CONTRACT.md §4):
      "changed": ["HDF5 1.10.8 → 1.12.3"],          # provenance that differs (why/provenance.py)
      "machine": {"before": {"load": 0.4, "used": 41}, "after": {...}},
      "machine_text": "load 0.4 → 7.9, filesystem 41 → 97 % full",
-     "notes": ["Lustre 2.15.4 upgrade"],           # site notes recorded on the since night
+     "notes": [{"night": "2026-01-05", "note": "Lustre 2.15.4 upgrade"}],   # since .. tonight
+     "io": "4× more write requests ...",           # Darshan, when both nights have logs
+     "insights_appeared": [...], "insights_vanished": [...], "darshan_logs": [old, new],
      "line": "changed since the last good night (2026-01-04): HDF5 1.10.8 → 1.12.3"}
 """
 from postprocess.history.store import assign_sessions
@@ -42,22 +44,37 @@ def _matches(run, f):
 
 
 def explain(f, by_night):
-    """The ``why`` dict of one finding (None when it has no `since` or no earlier night)."""
+    """The ``why`` dict of one finding (None when it has no `since` or no earlier night).
+
+    The runs of every night from `since` to the finding's night are compared with the last good
+    night's: `since` comes from change points over noisy levels and may be a night early, and a
+    change that came after it still explains tonight (it is then named with its first night)."""
     since = f.get('since') or (f.get('night') if f.get('status') in FLAGGED else None)
     if not since:
         return None
     nights = {n: [r for r in runs if _matches(r, f)] for n, runs in by_night.items()}
     nights = {n: rs for n, rs in nights.items() if rs}
     before = [n for n in nights if n < since]
-    if not before or since not in nights:
+    later = sorted(n for n in nights if since <= n <= max(since, f.get('night') or since))
+    if not before or not later:
         return None
     good = max(before)
     old = [r['provenance'] for r in nights[good]]
-    new = [r['provenance'] for r in nights[since]]
-    out = {'last_good': good, 'since': since, 'changed': provenance.changes(old, new),
+    changed, notes = [], []
+    for n in later:
+        new = [r['provenance'] for r in nights[n]]
+        for c in provenance.changes(old, new):
+            if not any(c == k or k.startswith(c + ' (from ') for k in changed):
+                changed.append(c if n == later[0] else f'{c} (from {n})')
+        notes += [{'night': n, 'note': t} for t in provenance.notes(new)
+                  if t not in (x['note'] for x in notes)]
+    new = [r['provenance'] for r in nights[later[0]]]
+    out = {'last_good': good, 'since': since, 'changed': changed,
            'machine': {'before': provenance.state(old), 'after': provenance.state(new)},
-           'notes': provenance.notes(new)}
+           'notes': notes}
     out['machine_text'] = provenance.state_text(out['machine']['before'], out['machine']['after'])
+    from postprocess.why import darshan_io     # what the I/O did differently (both nights' logs)
+    out.update(darshan_io.explain(nights[good], nights[later[-1]]))
     out['line'] = line(out)
     return out
 

@@ -10,7 +10,7 @@ def terminal_lines(a, indent='      '):
     if why.get('machine_text'):
         out.append(f'{indent}machine ({why["last_good"]} → {why["since"]}): {why["machine_text"]}')
     for note in why.get('notes') or []:
-        out.append(f'{indent}note on {why["since"]}: {note}')
+        out.append(f'{indent}note on {note["night"]}: {note["note"]}')
     if why.get('io'):
         out.append(f'{indent}I/O (Darshan): {why["io"]}')
     for key, label in (('insights_appeared', 'Drishti, new'), ('insights_vanished', 'Drishti, gone')):
@@ -31,7 +31,7 @@ def page_lines(a):
         if why.get('machine_text'):
             out.append(('machine', f'{why["last_good"]} → {why["since"]}: {why["machine_text"]}'))
         for note in why.get('notes') or []:
-            out.append(('note', f'{why["since"]}: {note}'))
+            out.append(('note', f'{note["night"]}: {note["note"]}'))
         if why.get('io'):
             out.append(('I/O', why['io']))
         for key, label in (('insights_appeared', 'Drishti new'), ('insights_vanished',

@@ -10,8 +10,9 @@ can say what changed since the last good one (postprocess/why/):
   variables the system configuration names in the partition's extras ``provenance_env``;
 * on the frontend: the job's node list (ReFrame's ``job.nodelist``), the number of other jobs
   running on the partition when the scheduler is Slurm (``squeue``, before submission), the
-  sha256 of the Spack lock iobench was built from, and the site note of the session
-  (``ci/nightly.sh --note``, exported as ``IOREGRESS_NOTE``).
+  sha256 of the Spack lock iobench was built from, the test's output directory (where its
+  Darshan log is kept) and the site note of the session (``ci/nightly.sh --note``, exported
+  as ``IOREGRESS_NOTE``).
 """
 import hashlib
 import os
@@ -175,6 +176,7 @@ class MachineState:
         lock = lock_hash(getattr(self.iobench_build, 'build_provenance', {}), str(_REPO))
         if lock:
             prov['spack_lock'] = lock
+        prov['outputdir'] = self.outputdir      # where kept files (the Darshan log) end up
         note = os.environ.get(NOTE_ENV, '').strip()
         if note:
             prov['note'] = note
