@@ -77,12 +77,17 @@ def sentence(changes):
     return '; '.join(parts[:MAX_PARTS]) or None
 
 
+def _clip(text, limit=140):
+    text = ' '.join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1] + '…'
+
+
 def _insights(log):
     from postprocess.darshan import insights
     from postprocess.darshan.results import result_beside
     doc = insights.drishti_insights(log)
     found = insights.annotate(doc, result_beside(log))
-    return {f'{i["code"]} ({i["level"]}): {i["issue"]}' for i in found
+    return {f'{i["code"]} ({i["level"]}): {_clip(i["issue"])}' for i in found
             if i['level'] in LEVELS and not i.get('expected')}, doc.get('error')
 
 
