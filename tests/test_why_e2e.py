@@ -147,6 +147,7 @@ def test_red_night_names_the_hdf5_change(nights):
     assert any(c.startswith('HDF5 1.10.8 → 1.12.3') for c in hdf5['why']['changed'])
     assert [n['note'] for n in hdf5['why']['notes']] == [NOTE]
     assert 'load' in hdf5['why']['machine']['after']
+    assert all('load' in f['machine'] and 'used' in f['machine'] for f in detect)   # the column
     # what each run recorded (iobench_lib/machine.py), in the perflog provenance
     line = next((nights['results'] / 'perflogs').rglob('BenchIO.log')).read_text().splitlines()[-1]
     assert '"kernel":' in line and '"mount":' in line and '"nodelist":' in line

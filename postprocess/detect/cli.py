@@ -133,8 +133,9 @@ def run(args):
     accepted.mark(findings, acceptances)
     shown = findings if args.all_nights else latest_per_series(findings)
     # what changed since the last good night, per flagged finding (postprocess/why/)
-    from postprocess.why.annotate import add_why_from_args
-    add_why_from_args(shown, args)
+    from postprocess.why import annotate, state
+    annotate.add_why_from_args(shown, args)
+    state.add_state(shown, args)            # machine state per finding's night (history table)
     for f in shown:
         print(format_finding(f))
         if f.get('why'):

@@ -101,6 +101,8 @@ def build_report(args):
         recent = accepted.mark(detect(accepted.rebaseline(history, acceptances), value=args.value,
                                       last_nights=args.history_nights), acceptances)
         findings = verdict.latest_per_series(recent)
+        from postprocess.why.state import add_state     # the history table's machine column
+        add_state(findings, args)
     else:
         # the nightly's detect.json: no second detection (the slow part of a warm report)
         findings = verdict.latest_per_series(given)

@@ -13,6 +13,7 @@ from postprocess.common import atomic
 from postprocess.report import verdict as vd
 from postprocess.report.interactive import sparkline
 from postprocess.why import text as why_text
+from postprocess.why.state import text as why_state_text
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'templates')
 LABEL = {'regression': 'regression', 'system': 'system-wide', 'failed': 'failed',
@@ -107,6 +108,7 @@ def groups(rest, info, darshan, efficiency):
                'change': f.get('change'), 'z': f.get('z'), 'n': f.get('n'),
                'outliers': ', '.join(map(str, f.get('outliers') or [])),
                'efficiency': (efficiency or {}).get(sk),
+               'machine': why_state_text(f.get('machine') or {}),    # postprocess/why/state.py
                'spark': info.spark(sk, f['status'] in vd.FLAGGED),
                'links': _links(sk, info, darshan, short=True)}
         out.setdefault(cls, []).append(row)
