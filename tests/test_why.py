@@ -74,11 +74,15 @@ def run(day, check='BenchIO %io=hdf5', params='backend=hdf5', hdf5='1.10.8', not
             'session': None, 'perf': {}, 'result': 'pass', 'jobid': '', 'source': ''}
 
 
+def hdf5_finding(since, night='2026-01-04'):
+    return {'system': 'sys', 'partition': 'p', 'environ': 'e', 'check': 'BenchIO %io=hdf5',
+            'params': 'backend=hdf5', 'phase': 'write', 'status': 'regression',
+            'since': since, 'night': night}
+
+
 def test_a_change_after_since_is_named_with_its_night():
     runs = [run('2026-01-0%d' % d) for d in (1, 2, 3)] + [run('2026-01-04', hdf5='1.12.3')]
-    f = {'system': 'sys', 'partition': 'p', 'environ': 'e', 'check': 'BenchIO %io=hdf5',
-         'params': 'backend=hdf5', 'phase': 'write', 'status': 'regression',
-         'since': '2026-01-03', 'night': '2026-01-04'}
+    f = hdf5_finding('2026-01-03')
     add_why([f], runs)
     assert f['why']['last_good'] == '2026-01-02'
     assert f['why']['changed'] == ['HDF5 1.10.8 → 1.12.3 (from 2026-01-04)']
@@ -87,9 +91,7 @@ def test_a_change_after_since_is_named_with_its_night():
 def test_why_compares_last_good_night_with_since():
     runs = [run('2026-01-0%d' % d) for d in (1, 2, 3)] + \
            [run('2026-01-04', hdf5='1.12.3', note='new stack')]
-    f = {'system': 'sys', 'partition': 'p', 'environ': 'e', 'check': 'BenchIO %io=hdf5',
-         'params': 'backend=hdf5', 'phase': 'write', 'status': 'regression',
-         'since': '2026-01-04', 'night': '2026-01-04'}
+    f = hdf5_finding('2026-01-04')
     add_why([f], runs)
     assert f['why']['last_good'] == '2026-01-03'
     assert f['why']['changed'] == ['HDF5 1.10.8 → 1.12.3']
