@@ -212,3 +212,17 @@ def test_accept_cli_needs_reason_and_a_matching_series(tmp_path):
               'r', '--check', '(')
     assert proc.returncode == 2 and "'('" in proc.stderr
     assert not (tmp_path / store.FILE).exists()
+
+
+def test_note_marker_on_a_png_history_figure():
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    from postprocess.report.plots import _note_markers
+    days = [datetime.date(2026, 1, d) for d in (1, 2, 3)]
+    fig, ax = plt.subplots()
+    ax.plot(days, [1, 2, 3])
+    _note_markers(ax, days, {'2026-01-02': 'Lustre 2.15.4 upgrade'})
+    assert [ln.get_label() for ln in ax.lines][-1] == 'site note'
+    assert [t.get_text() for t in ax.texts] == ['Lustre 2.15.4 upgrade']
+    plt.close(fig)

@@ -197,13 +197,23 @@ def test_page_shows_why_and_acceptance(nights, browser, tmp_path):
     why = [e.text for e in browser.find_elements('css selector', 'ul.attention ul.why li')]
     assert any('HDF5 1.10.8 → 1.12.3' in t for t in why), why
     assert any(NOTE in t for t in why), why
+    # the site note: a marker with its text in every interactive history figure (Bokeh Label)
+    src = red_page.read_text()
+    figures = src.count('<figure id="h-')
+    assert figures >= 2 and src.count(f'"name":"Label"') >= figures
+    assert src.count(f'"text":"{NOTE}"') == figures
+    machine = [e.text for e in browser.find_elements('css selector', 'td.machine')]
+    assert machine and all(t.startswith('load ') and '% full' in t for t in machine), machine
     width = browser.execute_script('return [document.documentElement.scrollWidth, '
                                    'document.documentElement.clientWidth]')
     assert width[0] <= width[1], width
     browser.save_screenshot(str(tmp_path / 'why-red.png'))
     green_page = nights['runs'][CLEAN + 1]['dir'] / 'post' / 'report' / 'index.html'
     browser.get(green_page.as_uri())
-    assert browser.find_element('css selector', '#verdict h2').text.startswith('Nothing')
+    lines = [e.text for e in browser.find_elements('css selector', 'ul.attention li.line')]
+    assert not any('hdf5' in t for t in lines), lines      # accepted: the slow HDF5 is not red
+    if not lines:
+        assert browser.find_element('css selector', '#verdict h2').text.startswith('Nothing')
     accepted = browser.find_element('id', 'accepted').text
     assert 'HDF5 1.12.3 is the new stack' in accepted and f'since {night(CLEAN)}' in accepted
     browser.save_screenshot(str(tmp_path / 'why-accepted.png'))
