@@ -134,7 +134,7 @@ def run(args):
     shown = findings if args.all_nights else latest_per_series(findings)
     # what changed since the last good night, per flagged finding (postprocess/why/)
     from postprocess.why import annotate, state
-    annotate.add_why_from_args(shown, args)
+    annotate.add_why_from_args(shown, args, history)
     state.add_state(shown, args)            # machine state per finding's night (history table)
     for f in shown:
         print(format_finding(f))

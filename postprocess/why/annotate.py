@@ -97,12 +97,43 @@ def add_why(findings, runs):
     return findings
 
 
-def add_why_from_args(findings, args):
-    """detect's hook: the history arguments' run records (with provenance) -> ``why``."""
-    if not any(f.get('status') in FLAGGED for f in findings):
+def add_why_from_args(findings, args, history):
+    """detect's hook: run records (with provenance) of the nights each flagged finding needs --
+    its last good night (from ``history``, the columnar table detect judged) and `since` ..
+    its night -> ``why``. Only those nights' perflog lines are parsed (why/state.py); with --db,
+    every run the arguments select."""
+    flagged = [f for f in findings if f.get('status') in FLAGGED]
+    if not flagged:
         return findings
     from postprocess.history import inputs
-    held = len(inputs.PENDING)          # the history's warnings were given once already
-    runs = inputs.load_runs(args)
-    del inputs.PENDING[held:]
+    if getattr(args, 'db', None):
+        held = len(inputs.PENDING)          # the history's warnings were given once already
+        runs = inputs.load_runs(args)
+        del inputs.PENDING[held:]
+    else:
+        from postprocess.why.state import runs_of_nights
+        runs = runs_of_nights(args.perflogs, needed_nights(flagged, history), args.system,
+                              getattr(args, 'this_run', None))
     return add_why(findings, runs)
+
+
+def needed_nights(flagged, history):
+    """The nights ``explain`` compares: per finding, the latest night before `since` on which its
+    series (its partition, for scope `system`) ran, and every night from `since` to its own."""
+    nights = {}
+    for (kid, _), lst in history.groups().items():
+        key = history.keys[kid]
+        nights.setdefault(key[:2], set()).update(history.sessions[s]['night'] for s, _ in lst)
+        nights.setdefault(key, set()).update(history.sessions[s]['night'] for s, _ in lst)
+    out = set()
+    for f in flagged:
+        since = f.get('since') or f['night']
+        system = f.get('scope') == 'system' or f.get('check') == SYSTEM
+        mine = nights.get((f['system'], f['partition']) if system else
+                          (f['system'], f['partition'], f['environ'], f['check'], f['params']),
+                          set())
+        earlier = [n for n in mine if n < since]
+        out.update(n for n in mine if since <= n <= f['night'])
+        out.update([max(earlier)] if earlier else [])
+        out.add(since)
+    return out
