@@ -226,3 +226,10 @@ def test_note_marker_on_a_png_history_figure():
     assert [ln.get_label() for ln in ax.lines][-1] == 'site note'
     assert [t.get_text() for t in ax.texts] == ['Lustre 2.15.4 upgrade']
     plt.close(fig)
+
+
+def test_needed_nights_reach_the_last_good_night_across_a_gap():
+    from postprocess.why.annotate import needed_nights
+    runs = [run(d) for d in ('2026-01-01', '2026-01-02', '2026-01-03', '2026-11-23')]
+    f = hdf5_finding('2026-11-23', night='2026-11-23')
+    assert needed_nights([f], History(runs)) == {'2026-01-03', '2026-11-23'}

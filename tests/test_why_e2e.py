@@ -11,6 +11,9 @@ with a site note. Asserted, on what the suite wrote and printed:
 * ``compare --before <clean nights> --after <slow nights>`` exits 3 naming the HDF5 write series,
   and clean against clean exits 0.
 Re-dating as tests/test_verdicts_e2e.py (each run's perflog lines moved to their own night).
+Where darshan-runtime is built ($IOREGRESS_DARSHAN_LIB, else /opt/darshan/lib/libdarshan.so;
+never in the repository) every run is also captured, and the red finding's `why` must carry the
+sentence from the Darshan diff of the two nights' logs; without it that part is skipped.
 """
 import datetime
 import json
@@ -31,6 +34,7 @@ FIRST = datetime.date(2026, 3, 1)
 NAMES = ['BenchIO.*hdf5:independent', 'BenchIO.*posix:fpp']
 CLEAN = 5
 NOTE = 'HDF5 1.12.3 stack, trial'
+DARSHAN_LIB = os.environ.get('IOREGRESS_DARSHAN_LIB') or '/opt/darshan/lib/libdarshan.so'
 
 H5_FAKE = r'''
 #define _GNU_SOURCE
@@ -93,6 +97,8 @@ def nights(tmp_path_factory):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
                PYTHONPATH=str(REPO))
     env.pop('IOREGRESS_NOTE', None)
+    if os.path.isfile(DARSHAN_LIB):
+        env['IOREGRESS_DARSHAN_LIB'] = DARSHAN_LIB     # local gets +darshan (configs/systems)
     out = {'results': results, 'env': env, 'runs': []}
 
     def run(i, slow=False, note=None):
@@ -150,6 +156,9 @@ def test_red_night_names_the_hdf5_change(nights):
     assert [n['note'] for n in hdf5['why']['notes']] == [NOTE]
     assert 'load' in hdf5['why']['machine']['after']
     assert all('load' in f['machine'] and 'used' in f['machine'] for f in detect)   # the column
+    if os.path.isfile(DARSHAN_LIB):    # what the I/O did differently, from both nights' logs
+        assert len(hdf5['why']['darshan_logs']) == 2 and hdf5['why']['io'], hdf5['why']
+        assert 'I/O (Darshan): ' in summary, summary
     # what each run recorded (iobench_lib/machine.py), in the perflog provenance
     line = next((nights['results'] / 'perflogs').rglob('BenchIO.log')).read_text().splitlines()[-1]
     assert '"kernel":' in line and '"mount":' in line and '"nodelist":' in line
