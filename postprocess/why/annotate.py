@@ -37,7 +37,7 @@ def index_runs(runs):
     return out
 
 
-def _matches(run, f):
+def matches_finding(run, f):
     if f.get('scope') == 'system' or f.get('check') == SYSTEM:
         return True
     return (run['environ'], run['check'], run['params']) == (f['environ'], f['check'], f['params'])
@@ -52,7 +52,7 @@ def explain(f, by_night):
     since = f.get('since') or (f.get('night') if f.get('status') in FLAGGED else None)
     if not since:
         return None
-    nights = {n: [r for r in runs if _matches(r, f)] for n, runs in by_night.items()}
+    nights = {n: [r for r in runs if matches_finding(r, f)] for n, runs in by_night.items()}
     nights = {n: rs for n, rs in nights.items() if rs}
     before = [n for n in nights if n < since]
     later = sorted(n for n in nights if since <= n <= max(since, f.get('night') or since))

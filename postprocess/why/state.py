@@ -9,7 +9,7 @@ import datetime
 
 from postprocess.history.perflog import Diagnostics, line_filter, read_perflog, walk_perflogs
 from postprocess.why import provenance
-from postprocess.why.annotate import _matches, index_runs
+from postprocess.why.annotate import matches_finding, index_runs
 
 
 def _days(nights):
@@ -71,7 +71,7 @@ def add_state(findings, args):
     index = index_runs(runs)
     for f in findings:
         mine = [r['provenance'] for r in index.get((f['system'], f['partition']), {})
-                .get(f['night'], []) if _matches(r, f)]
+                .get(f['night'], []) if matches_finding(r, f)]
         state = provenance.state(mine)
         if state:
             f['machine'] = state
