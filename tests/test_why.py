@@ -233,3 +233,16 @@ def test_needed_nights_reach_the_last_good_night_across_a_gap():
     runs = [run(d) for d in ('2026-01-01', '2026-01-02', '2026-01-03', '2026-11-23')]
     f = hdf5_finding('2026-11-23', night='2026-11-23')
     assert needed_nights([f], History(runs)) == {'2026-01-03', '2026-11-23'}
+
+
+def test_spack_lock_hash_and_running_jobs(tmp_path):
+    env = tmp_path / 'spack_env'
+    env.mkdir()
+    (env / 'spack.lock').write_text('{"roots": []}')
+    import hashlib
+    want = hashlib.sha256(b'{"roots": []}').hexdigest()[:16]
+    assert machine.lock_hash({'spack_env': 'spack_env'}, str(tmp_path)) == want
+    assert machine.lock_hash({'build': 'cmake'}, str(tmp_path)) is None
+    # squeue as it is here: a count when a Slurm answers, else the reason, never an exception
+    got = machine.running_jobs(['--partition=nosuchpartition'])
+    assert got == 0 or (isinstance(got, str) and got.startswith('unknown ('))
