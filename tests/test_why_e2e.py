@@ -240,6 +240,8 @@ def test_compare_gates_the_upgrade(nights, tmp_path):
     # the slowed HDF5 writes are named (a loaded shared machine may add a real change elsewhere)
     assert any('hdf5' in s and s.endswith('write') for s in doc['regressions']), doc['regressions']
     assert 'REGRESSION' in proc.stderr and 'hdf5' in proc.stderr
+    hdf5 = [f for f in doc['series'] if 'hdf5' in f['params'] and f['phase'] == 'write'][0]
+    assert hdf5['status'] == 'regression' and 'HDF5 1.10.8 → 1.12.3' in hdf5['changed']
     by_note = pp('compare', '--perflogs', perflogs, '--system', 'local', '--before',
                  f'..{night(CLEAN - 1)}', '--after', 'note:HDF5 1.12.3', env=nights['env'])
     assert by_note.returncode == 3, by_note.stdout + by_note.stderr

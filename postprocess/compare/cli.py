@@ -58,7 +58,21 @@ def judge(runs, before_sel, after_sel):
     found = detect(history, latest_only=True, window=max(DEFAULTS['window'], len(nights)),
                    pool_nights=1, alpha=DEFAULTS['alpha_confirm'],
                    horizon=max(DEFAULTS['horizon'], span))
-    return [f for f in found if f['night'] == label], nights, sorted(after)
+    found = [f for f in found if f['night'] == label]
+    _changed(found, runs, before, after)
+    return found, nights, sorted(after)
+
+
+def _changed(findings, runs, before, after):
+    """Each finding's ``changed``: provenance that differs between its runs on the two sides
+    (postprocess/why/provenance.py), e.g. ["HDF5 1.10.8 → 1.12.3"]."""
+    from postprocess.why.annotate import matches_finding
+    from postprocess.why.provenance import changes
+    for f in findings:
+        mine = [r for r in runs if r['system'] == f['system'] and r['partition'] == f['partition']
+                and matches_finding(r, f)]
+        f['changed'] = changes([r['provenance'] for r in mine if r['session'] in before],
+                               [r['provenance'] for r in mine if r['session'] in after])
 
 
 def _row(f):
@@ -90,8 +104,9 @@ def run(args):
         print(f'{f["status"]:21s} {_fmt(f.get("change"), "+.1%"):>8s} {_fmt(before, ".4g"):>10s} '
               f'{_fmt(after_v, ".4g"):>10s} {_fmt(f.get("p"), ".2g"):>8s}  {_row(f)} {f["phase"]}')
     for f in regressions:
+        what = '; '.join(f['changed']) or 'nothing recorded differs'
         print(f'REGRESSION {_row(f)} {f["phase"]}: {_fmt(f.get("change"), "+.1%")} after '
-              f'{args.after} vs {args.before}', file=sys.stderr)
+              f'{args.after} vs {args.before}; changed: {what}', file=sys.stderr)
     doc = {'schema': 'ioregress-compare/1', 'before': args.before, 'after': args.after,
            'before_nights': nights, 'after_sessions': after,
            'status': 'regression' if regressions else 'ok', 'exit': 3 if regressions else 0,
