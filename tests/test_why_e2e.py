@@ -2,7 +2,7 @@
 
 Two quick-suite checks (BenchIO hdf5:independent and posix:fpp) on four re-dated clean nights;
 then a night run with an LD_PRELOAD library built here with cc that makes HDF5 say it is 1.12.3
-(H5get_libversion, what iobench records) AND makes every H5Dwrite wait 1 s (a much slower HDF5: -80 % or more at this size, beyond the loaded machine's night-to-night noise),
+(H5get_libversion, what iobench records) AND makes every H5Dwrite wait 3 s (a much slower HDF5: -95 % at this size, beyond the night-to-night noise of a loaded shared machine, where one series' nights differ 6-fold),
 with a site note. Asserted, on what the suite wrote and printed:
 * the red night's summary names the HDF5 change under the finding ("HDF5 1.10.8 → 1.12.3"),
   the note and the machine state; detect.json carries ``why``; the page shows it (Chromium);
@@ -42,7 +42,7 @@ H5_FAKE = r'''
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
-/* Test-only: HDF5 says it is 1.12.3, and every H5Dwrite waits H5_SLOW_MS (1000) first. */
+/* Test-only: HDF5 says it is 1.12.3, and every H5Dwrite waits H5_SLOW_MS (3000) first. */
 typedef int64_t hid_t;
 typedef int herr_t;
 herr_t H5get_libversion(unsigned *maj, unsigned *min, unsigned *rel) {
@@ -56,7 +56,7 @@ herr_t H5Dwrite(hid_t d, hid_t m, hid_t ms, hid_t fs, hid_t x, const void *b) {
     if (!real) real = (herr_t (*)(hid_t, hid_t, hid_t, hid_t, hid_t, const void *))
                       dlsym(RTLD_NEXT, "H5Dwrite");
     const char *e = getenv("H5_SLOW_MS");
-    double wait = e ? atof(e) : 1000.0;
+    double wait = e ? atof(e) : 3000.0;
     struct timespec ts = {(time_t)(wait / 1000), (long)((wait - 1000 * (time_t)(wait / 1000)) * 1e6)};
     nanosleep(&ts, NULL);
     return real(d, m, ms, fs, x, b);
@@ -174,9 +174,11 @@ def test_accept_turns_the_following_night_green(nights):
     # still as slow as the red night, but judged from the accepted night on: not red
     assert hdf5 and all(f['status'] not in ('regression', 'unconfirmed') for f in hdf5), hdf5
     assert all(f['accepted']['reason'] == 'HDF5 1.12.3 is the new stack' for f in hdf5)
-    others = [f for f in detect if f['status'] == 'regression']
-    if others:     # only another series the loaded machine really moved can make it red
-        assert after['status'] == 3 and all('hdf5' not in f['params'] for f in others)
+    verdict = json.loads((after['dir'] / 'post' / 'verdict.json').read_text())
+    red = [f for f in verdict['findings'] if f['status'] == 'regression']
+    assert all('hdf5' not in f['params'] for f in red), red
+    if red:     # only another series the loaded machine really moved (confirmed) makes it red
+        assert after['status'] == 3, after['out']
     else:
         assert after['status'] == 0 and 'nothing needs attention' in after['out'], after['out']
     assert f'since {night(CLEAN)}: HDF5 1.12.3 is the new stack' in after['out']

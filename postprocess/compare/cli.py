@@ -3,7 +3,7 @@
 
     python -m postprocess compare --perflogs DIR [--system S] --before SEL --after SEL [--json F]
 
-The ``--after`` sessions are judged as ONE night (all their repetitions pooled) by
+The ``--after`` nights are judged as the nights since a change (pooled: their night-to-night noise averages) by
 ``postprocess.detect.suite.detect``, the ``--before`` nights being its history: levels,
 the partition's common factor (scope ``system``), Holm over every series at ``alpha_confirm``
 (0.02: a gate, a one-stage decision, no re-run behind it), at least ``min_effect`` (5 %). The
@@ -17,7 +17,7 @@ from postprocess.common import atomic
 from postprocess.common.errors import UsageError
 from postprocess.history import inputs
 
-AFTER = ' after'
+AFTER = '~after'
 
 
 def register(subparsers):
@@ -49,18 +49,29 @@ def judge(runs, before_sel, after_sel):
         raise UsageError(f"--before and --after share {len(both)} session(s), e.g. "
                          f"'{sorted(both)[0]}'")
     nights = sorted(set(before.values()))
-    label = max(nights + sorted(after.values())) + AFTER
+    labels = _after_labels(nights, sorted(set(after.values())))
     history = History([r for r in runs if r['session'] in before or r['session'] in after])
     for s in history.sessions:
         if s['id'] in after:
-            s['night'] = label
-    span = len(nights) + 1
+            s['night'] = labels[s['night']]
+    label = max(labels.values())
+    span = len(nights) + len(labels)
+    # the after nights are pooled as the verdict pools the nights since a change (suite.py):
+    # night-to-night noise averages over them, the before nights are the clean history
     found = detect(history, latest_only=True, window=max(DEFAULTS['window'], len(nights)),
-                   pool_nights=1, alpha=DEFAULTS['alpha_confirm'],
+                   pool_nights=len(labels), alpha=DEFAULTS['alpha_confirm'],
                    horizon=max(DEFAULTS['horizon'], span))
     found = [f for f in found if f['night'] == label]
     _changed(found, runs, before, after)
     return found, nights, sorted(after)
+
+
+def _after_labels(before_nights, after_nights):
+    """{after night: label}: the night itself when every after night is later than the before
+    nights, else labels that sort after them in the same order ('<last before>~after001', ...)."""
+    if after_nights[0] > before_nights[-1]:
+        return {n: n for n in after_nights}
+    return {n: f'{before_nights[-1]}{AFTER}{i:03d}' for i, n in enumerate(after_nights, 1)}
 
 
 def _changed(findings, runs, before, after):
