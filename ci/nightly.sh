@@ -15,6 +15,8 @@
 #                latest -> runs/<this run>
 #                reframe.db                                   ReFrame's results DB (below)
 #   --name     ReFrame -n filter (repeatable), to run a subset
+#   --note     a site note for this run ("Lustre 2.15.4 upgrade"): in every perflog line's provenance
+#              and the ReFrame report (--session-extras); markers on the history plots (docs/verdicts.md)
 #   after --   passed to reframe unchanged
 #
 # Exit status: 0 all checks passed and no regression detected; 1 a check failed (sanity, performance
@@ -46,7 +48,8 @@ while (($#)); do
         --system) needs_value "$@"; system="$2"; shift 2 ;;
         --results) needs_value "$@"; results="$2"; shift 2 ;;
         --name) needs_value "$@"; names+=(-n "$2"); shift 2 ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --note) needs_value "$@"; export IOREGRESS_NOTE="$2"; shift 2 ;;
+        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) usage_error "unknown option '$1'" ;;
     esac
@@ -175,10 +178,13 @@ say "running the $tag suite on $system -> $run"
 start=$SECONDS
 # cwd = run dir so ReFrame's own log (reframe.log, relative in settings.py) lands beside the report.
 stage=reframe
+note_extras=()      # ReFrame splits --session-extras at ',': percent-encode it (and '%') in the note
+[[ -n "${IOREGRESS_NOTE:-}" ]] && { n="${IOREGRESS_NOTE//%/%25}"; note_extras=(--session-extras "note=${n//,/%2C}"); }
 suite() {
     (cd "$run" && "$REFRAME" -C "$config" -c "$REPO/reframe_checks" "${sysargs[@]}" -r --tag "$tag" \
         "${names[@]}" --prefix "$run" --perflogdir "$results/perflogs" \
-        --report-file "$run/report.json" --report-junit "$run/junit.xml" --nocolor "${extra[@]}") \
+        --report-file "$run/report.json" --report-junit "$run/junit.xml" --nocolor "${note_extras[@]}" \
+        "${extra[@]}") \
         2>&1 | tee "$run/reframe.out"
     return "${PIPESTATUS[0]}"
 }

@@ -21,6 +21,8 @@ SUBCOMMANDS = [
     'postprocess.darshan.cli:register',     # darshan-index, darshan-diff, darshan-check
     'postprocess.export.cli:register',      # export-findings
     'postprocess.notify.cli:register',      # notify
+    'postprocess.accept.cli:register',      # accept (--list, --undo)
+    'postprocess.compare.cli:register',     # compare
 ]
 
 

@@ -26,6 +26,12 @@ def _index(args):
     for r in rows:
         counts[r['verdict']] = counts.get(r['verdict'], 0) + 1
     critical = sum(1 for r in rows if r['insight_counts']['critical'])
+    if not rows:
+        why = '; '.join(f'{w} ({n})' for w, n in darshan_index.capture_reasons(args.results_dir))
+        print(f'{os.path.join(args.output, "index.html")}: no Darshan log under '
+              f'{args.results_dir}: {why or "no run report says why"} (docs/darshan-capture.md '
+              f'says how to turn capture on)')
+        return 0
     print(f'{os.path.join(args.output, "index.html")}: {len(rows)} logs '
           f'({", ".join(f"{k} {v}" for k, v in sorted(counts.items()))}; '
           f'{critical} with unexpected critical Drishti issues) in {secs:.1f} s')

@@ -63,6 +63,24 @@ def run_report_cases(root):
     return cases
 
 
+def capture_reasons(root):
+    """[(why no log, number of runs)] from the checks' provenance in the run reports under root
+    (iob_provenance.darshan, reframe_checks/iobench_lib/darshan.py), most frequent first: what
+    an empty index says instead of an empty table."""
+    reasons = {}
+    cases = {id(tc): tc for tc in run_report_cases(root).values()}     # keyed by output and stage
+    for tc in cases.values():
+        try:
+            prov = json.loads(tc.get('iob_provenance') or '{}').get('darshan') or {}
+        except (ValueError, AttributeError):
+            continue
+        why = prov.get('why') or (prov.get('capture') if prov.get('log') == 'no darshan log'
+                                  else None)
+        if why:
+            reasons[why] = reasons.get(why, 0) + 1
+    return sorted(reasons.items(), key=lambda kv: -kv[1])
+
+
 def _context(log, root, cases, result):
     """What run a log belongs to: from the run report, else the ReFrame directory layout."""
     d = os.path.realpath(os.path.dirname(log))
@@ -254,7 +272,8 @@ def write_site(rows, root, out_dir, mode):
     for row in rows:
         write_if_changed(os.path.join(out_dir, row['page']), darshan_page.render_log(row, mode))
     write_text(os.path.join(out_dir, 'index.json'), json.dumps(darshan_page.json_rows(rows), indent=1))
-    write_text(os.path.join(out_dir, 'index.html'), darshan_page.render_index(rows, root, mode))
+    write_text(os.path.join(out_dir, 'index.html'), darshan_page.render_index(
+        rows, root, mode, capture_reasons(root) if not rows else []))
 
 
 def build_index(root, out_dir, jobs=None, summaries='flagged', progress=None):

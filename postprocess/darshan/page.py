@@ -35,14 +35,17 @@ def _sort_counts(c, kind):
     return c[kind] + c[kind + '_expected'] / 1000
 
 
-def render_index(rows, root, mode):
+def render_index(rows, root, mode, empty_reasons=()):
+    """``empty_reasons``: [(why no log, runs)] shown when there is no log (index.capture_reasons)."""
     counts = {}
     for r in rows:
         counts[r['verdict']] = counts.get(r['verdict'], 0) + 1
     ordered = sorted(rows, key=lambda r: (r.get('date') or '', r.get('rel') or ''), reverse=True)
     return render('index.html', rows=ordered, root=root, counts=sorted(counts.items()),
                   built=time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime()),
-                  summaries=BANDS[mode], sort_counts=_sort_counts,
+                  summaries=BANDS[mode], sort_counts=_sort_counts, empty_reasons=list(empty_reasons),
+                  capture_doc=os.path.join(os.path.dirname(os.path.dirname(_HERE)), 'docs',
+                                           'darshan-capture.md'),
                   with_critical=sum(1 for r in rows if r['insight_counts']['critical']))
 
 

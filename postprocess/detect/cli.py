@@ -59,6 +59,8 @@ def run_verdict(args):
         # the nights the re-run is judged against (the detector's horizon), as run records:
         # years of perflog lines as dicts would not fit in memory
         history_runs = list(inputs.load_history(args, last_nights=DEFAULTS['horizon']).runs)
+        from postprocess.accept import apply as accepted      # accepted changes (postprocess/accept/)
+        history_runs = accepted.drop_runs(history_runs, accepted.for_args(args))
         confirm_runs, diag = read_perflogs(args.confirm_perflogs)
         confirm_runs = [r for r in confirm_runs if r['system'] == args.system]
         for message in diag:
@@ -150,15 +152,26 @@ def run(args):
     # those are read out of the cache: years of history cost what two months do
     history = inputs.load_history(args, last_nights=None if args.all_nights
                                   else DEFAULTS['horizon'])
+    # accepted changes: those series re-baselined from their accepted night (postprocess/accept/)
+    from postprocess.accept import apply as accepted
+    acceptances = accepted.for_args(args)
+    history = accepted.rebaseline(history, acceptances)
     findings = detect(history, value=args.value, window=args.window,
                       latest_only=not args.all_nights,
                       unconfirmed=past_unconfirmed(args.runs) if args.runs else None)
     if args.value == 'efficiency' and not findings:
         print('warning: no efficiency values: no fio baseline runs (backend=fio) in these '
               'sessions', file=sys.stderr)
+    accepted.mark(findings, acceptances)
     shown = findings if args.all_nights else latest_per_series(findings)
+    # what changed since the last good night, per flagged finding (postprocess/why/)
+    from postprocess.why import annotate, state
+    annotate.add_why_from_args(shown, args, history)
+    state.add_state(shown, args)            # machine state per finding's night (history table)
     for f in shown:
         print(format_finding(f))
+        if f.get('why'):
+            print(f'    {f["why"]["line"]}')
     if args.json:
         atomic.write_text(args.json, json.dumps(findings, indent=1, default=str) + '\n')
     regressions = sum(f['status'] == 'regression' for f in shown)

@@ -87,6 +87,10 @@ def build_report(args):
     darshan_rows = verdict.load_darshan_rows(args.darshan_json) if args.darshan_json else []
     # only the nights shown (and judged): years of history are not read into memory
     history = inputs.load_history(args, last_nights=history_window(args))
+    from postprocess.accept import apply as accepted, page as accepted_page   # postprocess/accept/
+    acceptances = accepted.for_args(args)
+    from postprocess.why import notes as site_notes     # markers on every history plot
+    night_notes = site_notes.for_args(args, history)
     os.makedirs(figdir, exist_ok=True)
     notes = []
     if given is None:
@@ -94,8 +98,11 @@ def build_report(args):
         # series is also tonight's finding (detection is causal). Imported here: scipy.stats
         # alone costs 0.8 s of a nightly report that reuses detect's findings.
         from postprocess.detect.suite import detect
-        recent = detect(history, value=args.value, last_nights=args.history_nights)
+        recent = accepted.mark(detect(accepted.rebaseline(history, acceptances), value=args.value,
+                                      last_nights=args.history_nights), acceptances)
         findings = verdict.latest_per_series(recent)
+        from postprocess.why.state import add_state     # the history table's machine column
+        add_state(findings, args)
     else:
         # the nightly's detect.json: no second detection (the slow part of a warm report)
         findings = verdict.latest_per_series(given)
@@ -116,11 +123,12 @@ def build_report(args):
              lambda n: plots.stripe_heatmap(history, figdir, n),
              lambda n: plots.library_bars(history, figdir, n)] + \
         [lambda n, part=part: plots.history(history, night_flags, figdir, n, part,
-                                            args.history_nights, summary=False)
+                                            args.history_nights, summary=False,
+                                            site_notes=night_notes)
          for part in halves if part]
     results, (anchors, script, divs) = parallel.run(
         tasks, parallel.workers(), lambda: interactive.history_figures(
-            history, live, night_flags, args.value, args.history_nights))
+            history, live, night_flags, args.value, args.history_nights, night_notes))
     for _, task_notes in results:
         notes.extend(task_notes)
     drawn = {os.path.basename(f) for files, _ in results[3:] for f in files}
@@ -151,5 +159,6 @@ def build_report(args):
                              darshan_links=darshan,
                              interactive=(interactive.resources_js() if plot_list else '', script,
                                           plot_list),
-                             extra_sections=ior_section(history))
+                             extra_sections=ior_section(history),
+                             accepted=accepted_page.rows(acceptances, {k[0] for k in history.keys}))
     return page, sum(len(f) for _, f in sections), notes

@@ -13,6 +13,8 @@ from postprocess.common import atomic
 from postprocess.common.findings import is_many, many_label
 from postprocess.report import verdict as vd
 from postprocess.report.interactive import sparkline
+from postprocess.why import text as why_text
+from postprocess.why.state import text as why_state_text
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'templates')
 LABEL = {'regression': 'regression', 'system': 'system-wide', 'stack': 'I/O stack',
@@ -89,7 +91,8 @@ def attention_lines(attention, info, darshan):
             'median': median, 'history_median': history_median,
             'since': a.get('since'), 'reason': a.get('reason'),
             'where': f'{a["system"]}:{a["partition"]}+{a["environ"]}',
-            'spark': info.spark(sk, flagged), 'links': _links(sk, info, darshan)})
+            'spark': info.spark(sk, flagged), 'links': _links(sk, info, darshan),
+            'why': why_text.page_lines(a)})     # postprocess/why: what changed, acceptance
     return lines
 
 
@@ -107,6 +110,7 @@ def groups(rest, info, darshan, efficiency):
                'change': f.get('change'), 'z': f.get('z'), 'n': f.get('n'),
                'outliers': ', '.join(map(str, f.get('outliers') or [])),
                'efficiency': (efficiency or {}).get(sk),
+               'machine': why_state_text(f.get('machine') or {}),    # postprocess/why/state.py
                'spark': info.spark(sk, f['status'] in vd.FLAGGED),
                'links': _links(sk, info, darshan, short=True)}
         out.setdefault(cls, []).append(row)
@@ -121,7 +125,7 @@ def groups(rest, info, darshan, efficiency):
 
 def write_report(path, sections, findings, notes, darshan_index=None, title='ioregress report',
                  efficiency=None, verdict=None, info=None, darshan_links=None, interactive=None,
-                 extra_sections=None):
+                 extra_sections=None, accepted=None):
     """``sections``: [(heading, [png paths])]; ``findings``: detect findings (latest per series);
     ``verdict``: verdict.build(...) (default: built from ``findings`` alone); ``interactive``:
     (bokeh js, script, [(anchor, title, div)]). Written atomically to ``path``."""
@@ -142,7 +146,7 @@ def write_report(path, sections, findings, notes, darshan_index=None, title='ior
         improvements=len(verdict['improvements']), skipped=verdict['skipped'],
         groups=groups(verdict['rest'], info, darshan_links, efficiency),
         darshan_index=_rel(darshan_index, outdir) if darshan_index else None,
-        notes=notes, extra_sections=extra_sections or [],
+        notes=notes, extra_sections=extra_sections or [], accepted=accepted or [],
         sections=[(h, [(_rel(p, outdir), os.path.basename(p)) for p in files])
                   for h, files in sections],
         bokeh_js=Markup(js), bokeh_script=Markup(script),

@@ -21,7 +21,7 @@ def resources_js():
     return Resources(mode='inline', components=['bokeh']).render_js()
 
 
-def _figure(title, days, nights, flags, band=None):
+def _figure(title, days, nights, flags, band=None, notes=None):
     from bokeh.models import BoxAnnotation, ColumnDataSource, HoverTool, Label, Span
     from bokeh.plotting import figure
     medians = [float(np.median(v)) for _, v in nights]
@@ -58,6 +58,14 @@ def _figure(title, days, nights, flags, band=None):
         # on the line, not in the title: a check's title already fills a half-width figure
         fig.add_layout(Label(x=6, x_units='screen', y=ref, y_offset=2, text_font_size='10px',
                              text=f'reference {ref:.4g} MiB/s', text_color='#2e7d32'))
+    for day in days:        # site notes (ci/nightly.sh --note): a dashed line, the text beside
+        text = (notes or {}).get(day.isoformat())
+        if text:
+            at = np.datetime64(day, 'ms').astype('int64').item()
+            fig.add_layout(Span(location=at, dimension='height', line_color='#6a1b9a',
+                                line_dash='dashed', line_width=1))
+            fig.add_layout(Label(x=at, y=4, y_units='screen', x_offset=3, text=text[:60],
+                                 text_font_size='9px', text_color='#6a1b9a', angle=1.5708))
     fig.add_tools(HoverTool(renderers=[dots, line], mode='vline', tooltips=[
         ('night', '@night'), ('median', '@median{0.0} MiB/s'), ('min–max', '@lo{0.0}–@hi{0.0}'),
         ('repetitions', '@n'), ('flag', '@status')]))
@@ -71,7 +79,8 @@ def drawable(history, series, value='bw_MiBps'):
     return [s for s in series if len(groups.get(s) or ()) >= 2]
 
 
-def history_figures(history, series, findings, value='bw_MiBps', last_nights=None):
+def history_figures(history, series, findings, value='bw_MiBps', last_nights=None,
+                    site_notes=None):
     """({series: anchor id}, script, {anchor id: div}) for the drawable (key_id, phase_id) in
     ``series``."""
     series = drawable(history, series, value)
@@ -93,7 +102,7 @@ def history_figures(history, series, findings, value='bw_MiBps', last_nights=Non
         anchor = f'h-{kid}-{phase}'
         anchors[(kid, phase_id)] = anchor
         figs[anchor] = _figure(f'{key[3]} · {phase}', days, nights, flags.get(key + (phase,), {}),
-                               bands.get((kid, phase)))
+                               bands.get((kid, phase)), (site_notes or {}).get(key[:2]))
     from bokeh.embed import components
     script, divs = components(figs)
     return anchors, script, divs

@@ -182,7 +182,7 @@ def history_png_name(key, phase, kid):
 
 
 def history(history, findings, outdir, notes, series=None, last_nights=None, progress=iter,
-            summary=True):
+            summary=True, site_notes=None):
     """One PNG per (key, phase) in ``series`` (default all): repetitions per night, medians,
     reference band, flagged nights. ``progress`` wraps the loop (e.g. a tqdm bar); ``summary``:
     add the notes about series left out (off when drawing a part of the series)."""
@@ -216,6 +216,7 @@ def history(history, findings, outdir, notes, series=None, last_nights=None, pro
             if hit:
                 ax.scatter(*zip(*hit), s=110, facecolors='none', edgecolors=color, lw=2,
                            zorder=4, label=status)
+        _note_markers(ax, days, (site_notes or {}).get(key[:2], {}))
         ax.set_ylabel(f'{phase} bandwidth [MiB/s]')
         ax.set_title(f'{key[3]}\n[{key[4]}]\n{key[0]}:{key[1]}+{key[2]} {phase}', fontsize=8)
         ax.grid(True, alpha=0.3)
@@ -226,6 +227,17 @@ def history(history, findings, outdir, notes, series=None, last_nights=None, pro
     if summary:
         history_notes(len(groups), len(series), written, notes)
     return written
+
+
+def _note_markers(ax, days, notes):
+    """Site notes (ci/nightly.sh --note; postprocess/why/notes.py) as dashed lines, text beside."""
+    shown = [d for d in days if d.isoformat() in notes]
+    for i, day in enumerate(shown):
+        ax.axvline(day, color='#6a1b9a', ls='--', lw=1, zorder=1,
+                   label='site note' if i == 0 else None)
+        ax.annotate(notes[day.isoformat()][:60], (day, 1), xycoords=('data', 'axes fraction'),
+                    xytext=(3, -3), textcoords='offset points', rotation=90, va='top',
+                    fontsize=6, color='#6a1b9a')
 
 
 def history_notes(nseries, nplotted, written, notes):

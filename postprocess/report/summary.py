@@ -11,6 +11,7 @@ import pathlib
 
 from postprocess.common.findings import is_many, many_label
 from postprocess.report import verdict
+from postprocess.why import text as why_text
 
 LABEL = {'regression': 'REGRESSION', 'system': 'SYSTEM-WIDE', 'stack': 'I/O STACK',
          'group': 'GROUP', 'failed': 'FAILED', 'unconfirmed': 'UNCONFIRMED',
@@ -64,7 +65,8 @@ def render(result, page=None):
     attention = result['attention']
     if attention:
         lines.append(f'{len(attention)} need{"s" if len(attention) == 1 else ""} attention:')
-        lines += [format_line(a) for a in attention[:MAX_LINES]]
+        for a in attention[:MAX_LINES]:
+            lines += [format_line(a)] + why_text.terminal_lines(a)   # postprocess/why: what changed
         if len(attention) > MAX_LINES:
             lines.append(f'  ... and {len(attention) - MAX_LINES} more (see the report)')
     else:
@@ -109,4 +111,7 @@ def run(args):
         print(f'note: no ReFrame report in {run_dir}: counts are unknown')
     page = args.page or os.path.join(run_dir, 'post', 'report', 'index.html')
     print(render(result, page))
+    from postprocess.accept.page import summary_lines     # accepted changes (postprocess/accept/)
+    for line in summary_lines(findings):
+        print(line)
     return 0

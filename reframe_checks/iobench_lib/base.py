@@ -15,7 +15,7 @@ The base class then
 - fills iob_params / iob_reps / iob_provenance for the perflog (docs/CONTRACT.md section 3);
 - takes references from configs/references/<system>.yaml via ReFrame's {'$ref': ..} (references.py).
 
-Mixin hook points (darshan.py, lustre.py): <ext>_skip_reason at setup, <ext>_prepare and
+Mixin hook points (darshan.py, lustre.py, machine.py): <ext>_skip_reason at setup, <ext>_prepare and
 <ext>_iobench_args before run, <ext>_sanity at sanity, <ext>_perf_values at performance,
 <ext>_provenance after the run. Another extension = another mixin + its name in EXTENSIONS.
 """
@@ -35,14 +35,15 @@ from . import references, results
 from .build import IOBenchBuild
 from .darshan import DarshanCapture
 from .lustre import LustreStripe, stripe_menu
+from .machine import MachineState
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-EXTENSIONS = ('darshan', 'lustre')
+EXTENSIONS = ('darshan', 'lustre', 'machine')
 # Backends that need a library feature on the environment (or partition).
 BACKEND_FEATURE = {'hdf5': 'hdf5', 'adios2': 'adios2', 'sionlib': 'sionlib'}
 
 
-class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe):
+class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, MachineState):
     valid_systems = ['*']
     valid_prog_environs = ['+mpi']
 

@@ -128,10 +128,13 @@ class DarshanCapture(rfm.RegressionTestPlugin):
             if not lib or not os.path.isfile(lib):
                 self.darshan_note = f'+darshan but libdarshan.so not found ({lib})'
                 return []
-            env.insert(0, f'LD_PRELOAD={lib}')
             self.darshan_capture, self.darshan_note = 'preload', f'LD_PRELOAD={lib} on the ranks'
-        # `env` runs on every rank under the launcher, so only the ranks get LD_PRELOAD.
-        self.executable = ' '.join(['env'] + [shlex.quote(e) for e in env] + [self.executable])
+        # `env` runs on every rank under the launcher, so only the ranks get LD_PRELOAD; a
+        # preload already in the job's environment stays, after Darshan (expanded by the script)
+        preload = [f'LD_PRELOAD={shlex.quote(lib)}"${{LD_PRELOAD:+:$LD_PRELOAD}}"'] \
+            if self.darshan_capture == 'preload' else []
+        self.executable = ' '.join(['env'] + preload + [shlex.quote(e) for e in env]
+                                   + [self.executable])
         self.keep_files = self.keep_files + [LOG_NAME, 'darshan.conf']
         return [f'rm -f {shlex.quote(self.darshan_log)}']
 

@@ -1,0 +1,1 @@
+"""Accepted changes: the new normal, recorded append-only in the results tree."""

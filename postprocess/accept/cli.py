@@ -1,0 +1,93 @@
+"""``accept``: record that a change is the new normal; ``--list``, ``--undo`` (accept/store.py).
+
+    python -m postprocess accept --system S [--partition P] [--check REGEX]... --since NIGHT \\
+                                 --reason "..." [--results DIR]
+    python -m postprocess accept --list [--system S] [--results DIR]
+    python -m postprocess accept --undo ID --reason "..." [--results DIR]
+"""
+import argparse
+import os
+import re
+
+from postprocess.common.errors import UsageError
+from postprocess.history.inputs import iso_date
+
+
+def register(subparsers):
+    p = subparsers.add_parser('accept', help='accept a change as the new normal: the verdict '
+                                             're-baselines the series from that night '
+                                             '(--list, --undo)')
+    p.add_argument('--results', metavar='DIR',
+                   default=os.environ.get('IOREGRESS_RESULTS_ROOT') or 'results',
+                   help='results tree holding perflogs/ (default: $IOREGRESS_RESULTS_ROOT, '
+                        'else ./results)')
+    p.add_argument('--system', help='system whose series are accepted')
+    p.add_argument('--partition', help='only this partition (default: every partition)')
+    p.add_argument('--check', action='append', default=[], metavar='REGEX',
+                   help='only series whose "<check> <iob_params>" matches (repeatable; '
+                        'default: every series of the system)')
+    p.add_argument('--since', type=iso_date, metavar='YYYY-MM-DD',
+                   help='the night the change began (the finding\'s since)')
+    p.add_argument('--reason', help='why this is the new normal (shown on the page)')
+    what = p.add_mutually_exclusive_group()
+    what.add_argument('--list', action='store_true', help='list the acceptances in force')
+    what.add_argument('--undo', metavar='ID', help='withdraw an acceptance (appends an undo)')
+    p.set_defaults(func=run)
+
+
+def _perflogs(results):
+    perflogs = os.path.join(results, 'perflogs')
+    if not os.path.isdir(perflogs):
+        raise UsageError(f"no perflogs directory in the results tree '{results}'")
+    return perflogs
+
+
+def _series_on(results, system, since):
+    """Keys of the system's series on the night ``since`` (a usage error if it has none)."""
+    from postprocess.history import inputs
+    ns = argparse.Namespace(perflogs=[_perflogs(results)], db=None, system=system,
+                            date_from=since, date_to=since,
+                            cache=os.environ.get('IOREGRESS_CACHE') or None, this_run=None)
+    history = inputs.load_history(ns)
+    return [history.keys[kid] for kid in sorted({int(k) for k in history.col['key']})]
+
+
+def run(args):
+    from postprocess.accept import apply, store
+    results = args.results
+    if not os.path.isdir(results):
+        raise UsageError(f"no such results directory '{results}'")
+    records = store.load(results)
+    if args.list:
+        shown = [r for r in store.active(records) if not args.system or r['system'] == args.system]
+        for rec in shown:
+            print(store.describe(rec))
+        print(f'{len(shown)} acceptance(s) in force ({store.path_of(results)})')
+        return 0
+    if not args.reason or not args.reason.strip():
+        raise UsageError('--reason "..." is required (it is shown with the acceptance)')
+    if args.undo:
+        if args.undo not in {r['id'] for r in store.active(records)}:
+            raise UsageError(f"no acceptance in force with id '{args.undo}' (see accept --list)")
+        store.append(results, {'action': 'undo', 'id': args.undo, 'reason': args.reason.strip()})
+        print(f'undone: {args.undo}; the verdict judges those series with their whole history '
+              f'again')
+        return 0
+    if not args.system or not args.since:
+        raise UsageError('accept needs --system NAME and --since YYYY-MM-DD (or --list / --undo)')
+    for regex in args.check:
+        try:
+            re.compile(regex)
+        except re.error as err:
+            raise UsageError(f"bad --check regular expression '{regex}': {err}") from None
+    rec = {'action': 'accept', 'system': args.system, 'partition': args.partition,
+           'checks': args.check, 'since': args.since, 'reason': args.reason.strip()}
+    keys = [k for k in _series_on(results, args.system, args.since)
+            if apply.matches(rec, k[0], k[1], k[3], k[4])]
+    if not keys:
+        raise UsageError(f"no series of '{args.system}' on {args.since} matches "
+                         f"{' '.join(args.check) or 'the partition'}")
+    rec = store.append(results, rec)
+    print(f'accepted {rec["id"]}: {len(keys)} series of {args.system} re-baselined from '
+          f'{args.since} ({rec["reason"]})')
+    return 0

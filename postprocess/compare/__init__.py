@@ -1,0 +1,1 @@
+"""Compare two selections of sessions with the verdict's statistics (gate an upgrade)."""

@@ -1,0 +1,139 @@
+"""The ``why`` of each flagged finding: what differs between the last good night and its `since`.
+
+For a series finding, the runs of that series; for a `system` finding, every run of its
+partition. The last good night is the latest night before `since` on which the series (the
+partition) ran. ``why`` (docs/CONTRACT.md §4):
+
+    {"last_good": "2026-01-04", "since": "2026-01-05",
+     "changed": ["HDF5 1.10.8 → 1.12.3"],          # provenance that differs (why/provenance.py)
+     "machine": {"before": {"load": 0.4, "used": 41}, "after": {...}},
+     "machine_text": "load 0.4 → 7.9, filesystem 41 → 97 % full",
+     "notes": [{"night": "2026-01-05", "note": "Lustre 2.15.4 upgrade"}],   # since .. tonight
+     "io": "4× more write requests ...",           # Darshan, when both nights have logs
+     "insights_appeared": [...], "insights_vanished": [...], "darshan_logs": [old, new],
+     "line": "changed since the last good night (2026-01-04): HDF5 1.10.8 → 1.12.3"}
+"""
+from postprocess.history.store import assign_sessions
+from postprocess.why import provenance
+
+FLAGGED = ('regression', 'improvement', 'unconfirmed')
+SYSTEM = '*'
+
+
+def _night(run):
+    return run['session_start'].date().isoformat()
+
+
+def index_runs(runs):
+    """{(system, partition): {night: [run, ...]}} with sessions assigned as History does."""
+    runs = [r for r in runs if r.get('time') is not None]
+    for r in runs:
+        if r.get('session_start') is None:
+            r['session'] = None
+    assign_sessions(runs)
+    out = {}
+    for r in runs:
+        out.setdefault((r['system'], r['partition']), {}).setdefault(_night(r), []).append(r)
+    return out
+
+
+def matches_finding(run, f):
+    if f.get('scope') == 'system' or f.get('check') == SYSTEM:
+        return True
+    return (run['environ'], run['check'], run['params']) == (f['environ'], f['check'], f['params'])
+
+
+def explain(f, by_night):
+    """The ``why`` dict of one finding (None when it has no `since` or no earlier night).
+
+    The runs of every night from `since` to the finding's night are compared with the last good
+    night's: `since` comes from change points over noisy levels and may be a night early, and a
+    change that came after it still explains tonight (it is then named with its first night)."""
+    since = f.get('since') or (f.get('night') if f.get('status') in FLAGGED else None)
+    if not since:
+        return None
+    nights = {n: [r for r in runs if matches_finding(r, f)] for n, runs in by_night.items()}
+    nights = {n: rs for n, rs in nights.items() if rs}
+    before = [n for n in nights if n < since]
+    later = sorted(n for n in nights if since <= n <= max(since, f.get('night') or since))
+    if not before or not later:
+        return None
+    good = max(before)
+    old = [r['provenance'] for r in nights[good]]
+    changed, notes = [], []
+    for n in later:
+        new = [r['provenance'] for r in nights[n]]
+        for c in provenance.changes(old, new):
+            if not any(c == k or k.startswith(c + ' (from ') for k in changed):
+                changed.append(c if n == later[0] else f'{c} (from {n})')
+        notes += [{'night': n, 'note': t} for t in provenance.notes(new)
+                  if t not in (x['note'] for x in notes)]
+    new = [r['provenance'] for r in nights[later[0]]]
+    out = {'last_good': good, 'since': since, 'changed': changed,
+           'machine': {'before': provenance.state(old), 'after': provenance.state(new)},
+           'notes': notes}
+    out['machine_text'] = provenance.state_text(out['machine']['before'], out['machine']['after'])
+    from postprocess.why import darshan_io     # what the I/O did differently (both nights' logs)
+    out.update(darshan_io.explain(nights[good], nights[later[-1]]))
+    out['line'] = line(out)
+    return out
+
+
+def line(why):
+    what = '; '.join(why['changed']) if why['changed'] else 'nothing recorded differs'
+    return f'changed since the last good night ({why["last_good"]}): {what}'
+
+
+def add_why(findings, runs):
+    """Give every flagged finding a ``why`` (in place); ``runs``: run records with provenance."""
+    flagged = [f for f in findings if f.get('status') in FLAGGED]
+    if not flagged:
+        return findings
+    index = index_runs(list(runs))
+    for f in flagged:
+        why = explain(f, index.get((f['system'], f['partition']), {}))
+        if why:
+            f['why'] = why
+    return findings
+
+
+def add_why_from_args(findings, args, history):
+    """detect's hook: run records (with provenance) of the nights each flagged finding needs --
+    its last good night (from ``history``, the columnar table detect judged) and `since` ..
+    its night -> ``why``. Only those nights' perflog lines are parsed (why/state.py); with --db,
+    every run the arguments select."""
+    flagged = [f for f in findings if f.get('status') in FLAGGED]
+    if not flagged:
+        return findings
+    from postprocess.history import inputs
+    if getattr(args, 'db', None):
+        held = len(inputs.PENDING)          # the history's warnings were given once already
+        runs = inputs.load_runs(args)
+        del inputs.PENDING[held:]
+    else:
+        from postprocess.why.state import runs_of_nights
+        runs = runs_of_nights(args.perflogs, needed_nights(flagged, history), args.system,
+                              getattr(args, 'this_run', None))
+    return add_why(findings, runs)
+
+
+def needed_nights(flagged, history):
+    """The nights ``explain`` compares: per finding, the latest night before `since` on which its
+    series (its partition, for scope `system`) ran, and every night from `since` to its own."""
+    nights = {}
+    for (kid, _), lst in history.groups().items():
+        key = history.keys[kid]
+        nights.setdefault(key[:2], set()).update(history.sessions[s]['night'] for s, _ in lst)
+        nights.setdefault(key, set()).update(history.sessions[s]['night'] for s, _ in lst)
+    out = set()
+    for f in flagged:
+        since = f.get('since') or f['night']
+        system = f.get('scope') == 'system' or f.get('check') == SYSTEM
+        mine = nights.get((f['system'], f['partition']) if system else
+                          (f['system'], f['partition'], f['environ'], f['check'], f['params']),
+                          set())
+        earlier = [n for n in mine if n < since]
+        out.update(n for n in mine if since <= n <= f['night'])
+        out.update([max(earlier)] if earlier else [])
+        out.add(since)
+    return out
