@@ -106,8 +106,11 @@ def test_a_moving_partition_is_one_system_finding_not_many_series():
         assert {(f['phase'], f['status']) for f in tonight} == {
             ('write', 'regression'), ('read', 'regression')}
         # the series are judged after the common factor: at most the screen's stray flag
-        # (alpha 0.1 a night, for the re-run to clear), not 82 series regressions
-        assert len(flags(findings, night)) - len(tonight) <= 1
+        # (alpha 0.1 a night, for the re-run to clear), not 82 series regressions; fio is judged
+        # on its own level (the filesystem's reading: it moved)
+        others = [f for f in flags(findings, night) if f['scope'] == 'series'
+                  and f['check'] != 'BaselineFio']
+        assert len(others) <= 1
         for f in tonight:
             assert f['since'] == night_of(12) and f['change'] == pytest.approx(-0.2, abs=0.03)
             assert -0.4 < f['fio_change'] < -0.05             # fio alone: one noisy series

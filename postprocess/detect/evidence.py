@@ -136,7 +136,8 @@ class NightJudge:
         est = math.fsum(levels[u] for u in new) / m - robust_level(r_hist)
         V, dof, V_own, dof_own = self.spread.get(track) or _own_spread(r_hist)
         z = est / _sd(v_new, m, h, V, e_hist)
-        z_own = est / _sd(v_new, m, h, V_own, e_hist)
+        z_own, dof_own = _own_z(est, v_new, m, h, max(V_own, V), e_hist, dof_own,
+                                self.sigma2[track][1])
         return Evidence(est, z, dof, z_own, dof_own)
 
 
@@ -153,6 +154,21 @@ def _sd(v_new, m, h, V, e_hist):
     tau2 = max(V - e_hist, 0.0)
     var = v_new / m ** 2 + tau2 / m + level_var_factor(h) * max(V, e_hist) / h
     return math.sqrt(var) if var > 0 else 1e-12
+
+
+def _own_z(est, v_new, m, h, V, e_hist, d_tau, d_within):
+    """The series' own evidence: its night-to-night part known to its own h - 1 degrees of
+    freedom (never below the moderated estimate: a few nights that happened to agree prove
+    nothing), its within-night part to many (Welch-Satterthwaite). A steady series is judged
+    nearly as a normal; one whose nights wander, by its few nights."""
+    k = level_var_factor(h)
+    tau_part = (1.0 / m + k / h) * max(V - e_hist, 0.0)
+    within = v_new / m ** 2 + k * e_hist / h
+    var = tau_part + within
+    if var <= 0:
+        return (0.0 if est == 0 else math.copysign(1e9, est)), max(d_within, 1)
+    dof = var ** 2 / (tau_part ** 2 / max(d_tau, 1) + within ** 2 / max(d_within, 1))
+    return est / math.sqrt(var), dof
 
 
 def robust_level(x):

@@ -147,9 +147,14 @@ def build(findings, cases=None, skipped_why=None, tonight=None):
         many_scope = [f for f in flagged if is_many(f)]
     attention, notes = [], []
     red_groups = [f for f in many_scope if f.get('scope') == 'group' and f['status'] == 'regression']
+    red_systems = {(f['system'], f['partition'], f['phase']) for f in many_scope
+                   if f.get('scope') == 'system' and f['status'] == 'regression'}
     for f in judged:
         if f['status'] == 'regression' and any(_in_group(f, g) for g in red_groups):
             continue
+        if f['status'] == 'regression' and 'backend=fio' in str(f.get('params', '')) \
+                and (f['system'], f['partition'], f['phase']) in red_systems:
+            continue        # the system-wide line names fio's change already
         if f['status'] == 'regression':
             attention.append(dict(f, kind='regression', since=f.get('since') or f.get('night')))
         elif f['status'] in NOT_RED:
