@@ -182,6 +182,14 @@ static int select_block(hid_t space, const iob_var *v, const int64_t *off)
     return H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL);
 }
 
+/* H5Dwrite/H5Dread return no byte count: a call that succeeded moved its file selection. */
+static void counted(iob_ctx *c, int rc, hid_t fspace, hid_t type)
+{
+    hssize_t n = rc == IOB_OK ? H5Sget_select_npoints(fspace) : 0;
+    if (n > 0)
+        c->moved += (int64_t)n * (int64_t)H5Tget_size(type);
+}
+
 static int transfer_var(iob_ctx *c, h5_state *s, const iob_var *v, int writing)
 {
     char call[4400];
@@ -234,12 +242,14 @@ static int transfer_var(iob_ctx *c, h5_state *s, const iob_var *v, int writing)
             if (writing) {
                 H5TRY(H5Dwrite(dset, type, mspace, fspace, s->dxpl, p), "H5Dwrite(%s, %s, element %llu)",
                       c->path, v->name, (unsigned long long)st);
+                counted(c, rc, fspace, type);
                 if (rc == IOB_OK && io_errno_fatal(errno))
                     rc = iob_fail(c, "H5Dwrite(%s, %s): HDF5 returned success but the I/O layer failed "
                                   "with errno %d: %s", c->path, v->name, errno, strerror(errno));
             } else {
                 H5TRY(H5Dread(dset, type, mspace, fspace, s->dxpl, p), "H5Dread(%s, %s, element %llu)",
                       c->path, v->name, (unsigned long long)st);
+                counted(c, rc, fspace, type);
                 if (rc == IOB_OK && v->xfer_read)
                     v->xfer_read(c, v, off);
             }
@@ -251,11 +261,13 @@ static int transfer_var(iob_ctx *c, h5_state *s, const iob_var *v, int writing)
         errno = 0;
         if (writing) {
             H5TRY(H5Dwrite(dset, type, mspace, fspace, s->dxpl, v->buf), "H5Dwrite(%s, %s)", c->path, v->name);
+            counted(c, rc, fspace, type);
             if (rc == IOB_OK && io_errno_fatal(errno))
                 rc = iob_fail(c, "H5Dwrite(%s, %s): HDF5 returned success but the I/O layer failed with errno %d: %s",
                               c->path, v->name, errno, strerror(errno));
         } else {
             H5TRY(H5Dread(dset, type, mspace, fspace, s->dxpl, v->buf), "H5Dread(%s, %s)", c->path, v->name);
+            counted(c, rc, fspace, type);
         }
     }
     if (dset >= 0)

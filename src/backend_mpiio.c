@@ -47,6 +47,14 @@ static int mpiio_open(iob_ctx *c, int writing)
     return IOB_OK;
 }
 
+/* Bytes a completed call moved, from its status (counted, not assumed). */
+static int64_t status_bytes(MPI_Status *st)
+{
+    MPI_Count n = 0;
+    MPI_Get_elements_x(st, MPI_BYTE, &n);
+    return n > 0 ? (int64_t)n : 0;
+}
+
 /* A 1-D block in calls of v->xfer bytes at explicit offsets, as IOR does (MPI_File_write_at or
  * MPI_File_write_at_all per transfer; every rank makes the same number of calls). */
 static int transfer_xfer(iob_ctx *c, mpiio_state *s, const iob_var *v, int writing, int coll)
@@ -74,6 +82,7 @@ static int transfer_xfer(iob_ctx *c, mpiio_state *s, const iob_var *v, int writi
                             io_errno, strerror(io_errno));
         if (iob_mpi_check(c, rc, call))
             return IOB_FAIL;
+        c->moved += status_bytes(&st);
         MPI_Get_count(&st, el, &got);
         if (got != (int)n)
             return iob_fail(c, "%s: incomplete transfer (MPI_Get_count %d, expected %lld)", call, got,
@@ -129,6 +138,7 @@ static int transfer(iob_ctx *c, int writing)
                 MPI_Count size = 0;
                 int got = -1;
                 MPI_Type_size_x(mtype, &size);
+                c->moved += status_bytes(&st);
                 MPI_Get_count(&st, mtype, &got);
                 if (got != (size > 0))
                     iob_fail(c, "%s: incomplete transfer (MPI_Get_count %d, expected %d; errno: %s)", call,

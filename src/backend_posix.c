@@ -82,6 +82,7 @@ static int flush(posix_state *s)
             return iob_fail(s->c, "preadv(%s, offset %lld): unexpected end of file (%lld of %lld bytes)",
                             s->file, (long long)off, (long long)done, (long long)s->len);
         done += r, off += r;
+        s->c->moved += r; /* counted as the calls returned them */
         while (n > 0 && (size_t)r >= iov->iov_len)
             r -= (ssize_t)iov->iov_len, iov++, n--;
         if (n > 0) {

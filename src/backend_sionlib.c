@@ -223,6 +223,7 @@ static int sion_write_(iob_ctx *c)
                            : sion_fwrite(s->packed + done, 1, (size_t)n, s->sid);
         int e = errno;
         cap_end(msg, sizeof msg);
+        c->moved += (int64_t)w;
         if ((int64_t)w != n) {
             char call[128];
             snprintf(call, sizeof call, "%s(%lld bytes at %lld)", s->coll ? "sion_coll_fwrite" : "sion_fwrite",
@@ -253,6 +254,7 @@ static int read_own(iob_ctx *c, sion_state *s, char *buf, int64_t bytes)
         size_t r = sion_fread(buf + done, 1, (size_t)n, s->sid);
         int e = errno;
         cap_end(msg, sizeof msg);
+        c->moved += (int64_t)r;
         if ((int64_t)r != n)
             return sionfail(c, "sion_fread", msg, e);
         done += n;
@@ -359,6 +361,7 @@ static int sion_read_(iob_ctx *c)
         size_t r = sion_coll_fread(s->packed, 1, (size_t)s->bytes, s->sid);
         int e = errno;
         cap_end(msg, sizeof msg);
+        c->moved += (int64_t)r;
         rc = (int64_t)r == s->bytes ? IOB_OK : sionfail(c, "sion_coll_fread", msg, e);
     } else {
         rc = read_own(c, s, s->packed, s->bytes);

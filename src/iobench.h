@@ -82,6 +82,9 @@ typedef struct iob_ctx {
     MPI_Comm comm;
     int rank, nranks, nodes, node_rank; /* node_rank: rank within its node */
     int io_rank;               /* whose block this rank accesses now (rank shift on reads) */
+    int read_shift;            /* reads access block (rank + read_shift) % nranks (placement.c) */
+    int barriers;              /* --param barriers=1: agree between open/access/close (IOR -g) */
+    int64_t moved;             /* bytes this rank's backend calls returned in the current phase */
     int rep;                   /* current repetition */
     char path[4096];           /* data path of this repetition (file or directory; backend may suffix) */
     int nvars;

@@ -18,6 +18,11 @@ static const char usage[] =
     "(schema " IOB_SCHEMA "; --quiet: only to --json FILE). Bandwidth in MiB/s (2^20 bytes).\n"
     "Exit: 0 ok, 1 library error or verification mismatch, 2 bad input.\n";
 
+/* --param keys of the driver itself, each 0 or 1: barriers (IOR -g: agree between open, access and
+ * close, inside the timed span), pagepool (the file system caches outside Linux's page cache, as
+ * GPFS's pagepool: a read of this node's own data is reported as cache not defeated). */
+static const char *const driver_keys[] = {"barriers", "pagepool", NULL};
+
 #define BAD(what, val) (snprintf(err, errlen, "%s '%s'", (what), (val)), IOB_BADINPUT)
 
 /* Strict positive integer: digits only, 1..max. */
@@ -221,9 +226,15 @@ int iob_parse_options(int argc, char **argv, iob_opts *o, int nranks, FILE *out,
     const iob_pattern *pat = iob_find_pattern(o->pattern);
     if (!pat)
         return BAD("unknown pattern", o->pattern);
-    for (int i = 0; i < o->params.n; i++)
-        if (!in_list(be->param_keys, o->params.kv[i].key) && !in_list(pat->param_keys, o->params.kv[i].key))
-            return BAD("unknown --param key", o->params.kv[i].key);
+    for (int i = 0; i < o->params.n; i++) {
+        const char *k = o->params.kv[i].key, *val = o->params.kv[i].value;
+        if (in_list(driver_keys, k) && strcmp(val, "0") != 0 && strcmp(val, "1") != 0) {
+            snprintf(err, errlen, "--param %s (0 or 1) '%s'", k, val);
+            return IOB_BADINPUT;
+        }
+        if (!in_list(be->param_keys, k) && !in_list(pat->param_keys, k) && !in_list(driver_keys, k))
+            return BAD("unknown --param key", k);
+    }
     if (!writable_dir(o->dir))
         return BAD("--dir is not an existing writable directory", o->dir);
     if (o->name) {
