@@ -37,6 +37,7 @@ typedef struct {
     char cache_defeat[96];
     int read_shift, read_cross;  /* placement.c: the shift, and how many ranks read another node */
     int cache_defeated;          /* 0: a pagepool-like cache and some rank reads its own node's data */
+    int *node_index, *blocks_read; /* per rank (rank 0, <= IOB_PLACEMENT_MAX ranks): node, block read */
     int64_t bytes_per_rank, bytes_total;
     iob_kvlist versions;
     int nreps;
@@ -45,8 +46,10 @@ typedef struct {
 } iob_result;
 
 /* placement.c: node layout (c->nodes, c->node_rank, this node's rank count) and c->read_shift; cross =
- * ranks whose read block lives on another node. Collective. */
-int iob_placement(iob_ctx *c, int *ppn, int *cross);
+ * ranks whose read block lives on another node; node_index: malloc'd node number (0, 1, ... in order
+ * of first rank) of every rank. Collective. */
+int iob_placement(iob_ctx *c, int *ppn, int *cross, int **node_index);
+#define IOB_PLACEMENT_MAX 256 /* ranks up to which the JSON lists every rank's node and block read */
 
 /* cachedefeat.c: apply fn to each regular file of the backend's files() list (directories walked). */
 int iob_for_each_data_file(const iob_ctx *c, const iob_backend *be, int (*fn)(const char *path, void *arg),

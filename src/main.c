@@ -275,7 +275,7 @@ int main(int argc, char **argv)
     int ppn, status = IOB_OK, emitted = 0;
     const char *bar = iob_kv_get(&opt.params, "barriers"), *pool = iob_kv_get(&opt.params, "pagepool");
     c->barriers = bar && strcmp(bar, "1") == 0;
-    if (iob_placement(c, &ppn, &res.read_cross)) {
+    if (iob_placement(c, &ppn, &res.read_cross, &res.node_index)) {
         fprintf(stderr, "iobench: rank %d: %s\n", c->rank, c->errmsg);
         MPI_Abort(c->comm, IOB_FAIL);
     }
@@ -340,6 +340,11 @@ int main(int argc, char **argv)
             describe_defeat(c, &res);
             if (c->read_shift && agree(c, setup_for(c, pat, (c->rank + c->read_shift) % c->nranks)))
                 goto failed;
+            if (c->nranks <= IOB_PLACEMENT_MAX) { /* the blocks really read, for the JSON */
+                if (c->rank == 0 && !res.blocks_read)
+                    res.blocks_read = calloc((size_t)c->nranks, sizeof(int));
+                MPI_Gather(&c->io_rank, 1, MPI_INT, res.blocks_read, 1, MPI_INT, 0, c->comm);
+            }
             pat->clear(c);
             /* Pages another rank just wrote can sit in that CPU's LRU batch, where a DONTNEED from
              * this rank cannot drop them: drop, wait for every rank, measure, and drop again (at most

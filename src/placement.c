@@ -19,7 +19,7 @@ static int cross_count(const int *node_of, int n, int s)
     return k;
 }
 
-int iob_placement(iob_ctx *c, int *ppn, int *cross)
+int iob_placement(iob_ctx *c, int *ppn, int *cross, int **node_index)
 {
     MPI_Comm node;
     int leader_rank = c->rank, n = c->nranks;
@@ -49,6 +49,17 @@ int iob_placement(iob_ctx *c, int *ppn, int *cross)
                 c->read_shift = s, *cross = k;
         }
     }
-    free(node_of);
+    /* node of each rank as 0, 1, ... in order of first appearance (the JSON's read_placement) */
+    for (int r = 0, k = 0; r < n; r++)
+        if (node_of[r] >= 0) { /* a leader's world rank, not yet renumbered: a new node */
+            int id = node_of[r];
+            for (int q = r; q < n; q++)
+                if (node_of[q] == id)
+                    node_of[q] = -1 - k;
+            k++;
+        }
+    for (int r = 0; r < n; r++)
+        node_of[r] = -1 - node_of[r];
+    *node_index = node_of;
     return IOB_OK;
 }
