@@ -3,7 +3,8 @@
  * trailing dimension). The halo is stripped with adios2_set_memory_selection: the BP engines copy the
  * block into their own buffer on put anyway, so packing it ourselves would only add a second copy.
  * ADIOS2 never fsyncs: sync() closes the engine (the metadata is written at close) and then fsyncs
- * every file the engine wrote, all inside the timer. ADIOS2 reports errors only on stderr, so each
+ * the files the engine wrote, all inside the timer: each rank the subfiles it held open, rank 0 the
+ * metadata files. ADIOS2 reports errors only on stderr, so each
  * call's stderr is captured (and re-emitted) to put the library's own words into the message. */
 #include <dirent.h>
 #include <errno.h>
@@ -346,41 +347,74 @@ static int fsync_path(iob_ctx *c, const char *p)
     return rc == 0 ? IOB_OK : iob_fail(c, "fsync(%s): %s", p, strerror(e));
 }
 
-/* fsync the file, or every regular file in the directory (BP: data.*, md.*, mmd.0, md.idx, ...). */
-static int fsync_target(iob_ctx *c, const char *target)
+/* The engine files this rank holds open now (/proc/self/fd): a BP writer keeps the subfile it
+ * aggregates into open until close, so these are what this rank's node wrote. Newline-separated. */
+static void held_files(const char *target, char *out, size_t n)
+{
+    out[0] = '\0';
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    size_t tl = strlen(target);
+    while (d && (e = readdir(d))) {
+        char link[300], p[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(link, p, sizeof p - 1);
+        if (k <= 0)
+            continue;
+        p[k] = '\0';
+        if (strncmp(p, target, tl) == 0 && (p[tl] == '\0' || p[tl] == '/') && !strstr(out, p) &&
+            strlen(out) + (size_t)k + 2 < n)
+            strcat(strcat(out, p), "\n");
+    }
+    if (d)
+        closedir(d);
+}
+
+/* fsync the file, or the metadata files of the directory (everything but the data.* subfiles). */
+static int fsync_target(iob_ctx *c, const char *target, int with_metadata, char *held)
 {
     struct stat st;
     if (stat(target, &st) != 0)
         return iob_fail(c, "stat(%s) after adios2_close: %s", target, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return fsync_path(c, target);
-    DIR *d = opendir(target);
-    if (!d)
-        return iob_fail(c, "opendir(%s): %s", target, strerror(errno));
+        return c->node_rank == 0 ? fsync_path(c, target) : IOB_OK; /* one file (hdf5 engine): per node */
     int rc = IOB_OK;
+    DIR *d = with_metadata ? opendir(target) : NULL;
+    if (with_metadata && !d)
+        return iob_fail(c, "opendir(%s): %s", target, strerror(errno));
     struct dirent *e;
-    while (rc == IOB_OK && (e = readdir(d))) {
+    while (d && rc == IOB_OK && (e = readdir(d))) { /* metadata files, unless held (synced below) */
         char p[8192];
-        snprintf(p, sizeof p, "%s/%s", target, e->d_name);
-        if (e->d_name[0] != '.' && stat(p, &st) == 0 && S_ISREG(st.st_mode))
+        snprintf(p, sizeof p, "%s/%s\n", target, e->d_name);
+        if (e->d_name[0] == '.' || strncmp(e->d_name, "data.", 5) == 0 || strstr(held, p))
+            continue;
+        p[strlen(p) - 1] = '\0';
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
             rc = fsync_path(c, p);
     }
-    closedir(d);
+    if (d)
+        closedir(d);
+    for (char *p = held, *nl; rc == IOB_OK && (nl = strchr(p, '\n')); p = nl + 1) {
+        *nl = '\0';
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
+            rc = fsync_path(c, p);
+    }
     return rc;
 }
 
+/* Each rank fsyncs the engine files it held open (its node's aggregated subfile, whoever wrote it),
+ * rank 0 also the metadata files: every dirty page is synced once by a node that wrote it, and no
+ * node fsyncs another node's subfiles (on a parallel file system that is lock traffic, not I/O). */
 static int a2_sync(iob_ctx *c)
 {
     a2_state *s = c->backend_state;
     adios2_engine *e = s->engine;
     s->engine = NULL;
-    char call[4200];
+    char call[4200], held[16384];
+    held_files(s->target, held, sizeof held);
     snprintf(call, sizeof call, "adios2_close(%s)", s->target);
     A2(c, call, adios2_close(e));
-    /* One fsync per node: ranks on a node share its page cache, which holds every dirty page. */
-    if (c->node_rank == 0)
-        return fsync_target(c, s->target);
-    return IOB_OK;
+    return fsync_target(c, s->target, c->rank == 0, held);
 fail:
     return IOB_FAIL;
 }
