@@ -460,4 +460,5 @@ const iob_backend iob_backend_adios2 = {
     .name = "adios2", .modes = modes, .param_keys = all_keys, .check = check, .files = files,
     .open = a2_open, .write = a2_write, .read = a2_read, .sync = a2_sync, .close = a2_close,
     .versions = versions,
+    .help = "engine parameters, ADIOS2's defaults when absent: bp5 NumAggregators, AggregatorRatio, NumSubFiles, AggregationType, BufferChunkSize, AsyncWrite, BurstBufferPath, DirectIO, StatsLevel; bp4 NumAggregators, AggregatorRatio, BurstBufferPath, BurstBufferDrain, InitialBufferSize, MaxBufferSize, CollectiveMetadata, StatsLevel; hdf5 H5CollectiveMPIO",
 };

@@ -230,7 +230,8 @@ static int transfer_var(iob_ctx *c, h5_state *s, const iob_var *v, int writing)
     if (v->xfer > 0) { /* IOR's way: one hyperslab of xfer bytes per H5Dwrite/H5Dread, in file order */
         hsize_t n = (hsize_t)(v->xfer / iob_var_elem_bytes(v)), st;
         H5TRY(mspace = H5Screate_simple(1, &n, NULL), "H5Screate_simple(memory, %s)", v->name);
-        for (hsize_t k = 0; rc == IOB_OK && k < (hsize_t)v->count[0]; k += n) {
+        for (hsize_t i = 0; rc == IOB_OK && i < (hsize_t)v->count[0] / n; i++) {
+            hsize_t k = (hsize_t)(v->order ? v->order[i] : (int64_t)i) * n;
             int64_t off = (int64_t)k * iob_var_elem_bytes(v);
             char *p = v->xfer_fill ? v->buf : (char *)v->buf + off; /* one refilled buffer, as IOR's */
             st = (hsize_t)v->start[0] + k;
@@ -340,4 +341,5 @@ const iob_backend iob_backend_hdf5 = {
     .name = "hdf5", .modes = modes, .param_keys = params, .check = check, .files = files,
     .open = h5_open, .write = h5_write, .read = h5_read, .sync = h5_sync, .close = h5_close,
     .versions = versions, .one_xfer_buffer = 1,
+    .help = "alignment (HDF5 default 1: THRESH,ALIGN or ALIGN), meta_block_size (HDF5 default 2048), coll_metadata=0",
 };

@@ -64,7 +64,8 @@ static int transfer_xfer(iob_ctx *c, mpiio_state *s, const iob_var *v, int writi
     int64_t eb = iob_var_elem_bytes(v), bytes = v->count[0] * eb, n = v->xfer / eb;
     MPI_Datatype el = MPI_INT64_T; /* 8-byte elements: up to 2^34 bytes per call */
     char call[4400];
-    for (int64_t done = 0; done < bytes; done += v->xfer) {
+    for (int64_t i = 0; i < bytes / v->xfer; i++) {
+        int64_t done = (v->order ? v->order[i] : i) * v->xfer;
         MPI_Offset off = (MPI_Offset)(v->file_offset + v->start[0] * eb + done);
         char *p = v->xfer_fill ? v->buf : (char *)v->buf + done; /* one refilled buffer, as IOR's */
         MPI_Status st;
@@ -182,4 +183,5 @@ static const char *const no_params[] = {NULL};
 const iob_backend iob_backend_mpiio = {
     .name = "mpiio", .modes = modes, .param_keys = no_params, .files = files, .open = mpiio_open,
     .write = mpiio_write, .read = mpiio_read, .sync = mpiio_sync, .close = mpiio_close, .one_xfer_buffer = 1,
+    .help = "no --param keys; MPI-IO hints with --hint KEY=VALUE",
 };

@@ -452,4 +452,5 @@ const iob_backend iob_backend_sionlib = {
     .name = "sionlib", .modes = modes, .param_keys = params, .check = check, .files = files,
     .open = sion_open_, .write = sion_write_, .read = sion_read_, .sync = sion_sync_, .close = sion_close_,
     .versions = versions,
+    .help = "chunksize=<this rank's block> (bytes), fsblksize=-1 (detect), collsize=-1 (collective modes: SIONlib decides)",
 };

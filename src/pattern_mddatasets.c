@@ -389,4 +389,5 @@ const iob_pattern iob_pattern_mddatasets = {
     .teardown = mdd_teardown,
     .describe = mdd_describe,
     .run = mdd_run,
+    .help = "hdf5; --size doubles per rank per dataset (32); nvars=20, nblocks=50, coll_metadata=0, alignment (HDF5 default), meta_block_size (HDF5 default)",
 };

@@ -367,4 +367,5 @@ const iob_pattern iob_pattern_mdfiles = {
     .teardown = mdfiles_teardown,
     .describe = mdfiles_describe,
     .run = mdfiles_run,
+    .help = "posix; --size files per rank; nfiles=200 (wins over --size), filesize=307200",
 };
