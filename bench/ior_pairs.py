@@ -62,7 +62,8 @@ SLURM_MPI_ENV = {"OMPI_MCA_btl": "self,vader,tcp", "OMPI_MCA_btl_tcp_if_include"
 def launch(np_):
     if not SLURM["nodes"]:
         return mpirun(np_)
-    return ["srun", "-p", SLURM["partition"], "-N", str(SLURM["nodes"]), "-n", str(np_), "-m", "block"]
+    # -K: a rank that dies ends the step (else the others wait in MPI for ever)
+    return ["srun", "-K", "-p", SLURM["partition"], "-N", str(SLURM["nodes"]), "-n", str(np_), "-m", "block"]
 
 
 def ior_command(ior, api, np_, block, transfer, segments, path, phase, summary):

@@ -61,7 +61,8 @@ def cluster():
 
 def srun(args, timeout=120):
     """srun in partition cluster from this host, with the MPI settings of the local-cluster system."""
-    return run(['srun', '-p', 'cluster', *args], timeout=timeout, env=dict(os.environ, **MPI_ENV))
+    # -K: a rank that dies ends the step at once (else the others wait in MPI until the timeout)
+    return run(['srun', '-K', '-p', 'cluster', *args], timeout=timeout, env=dict(os.environ, **MPI_ENV))
 
 
 # ---- the cluster itself --------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ def test_mpi_ranks_on_different_nodes_talk_over_tcp(cluster):
             'n = c.Split_type(MPI.COMM_TYPE_SHARED); h = c.allgather(socket.gethostname()); '
             'x = c.allreduce(c.rank + 1); s = c.allgather(n.size); c.rank or print(h, s, x, flush=True)')
     env = dict(os.environ, **dict(MPI_ENV, OMPI_MCA_btl='self,tcp'))
-    res = run(['srun', '-p', 'cluster', '-N', 3, '-n', 7, 'python3', '-c', prog], timeout=120, env=env)
+    res = run(['srun', '-K', '-p', 'cluster', '-N', 3, '-n', 7, 'python3', '-c', prog], timeout=120, env=env)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == (f"{['iorn1'] * 4 + ['iorn2'] * 2 + ['iorn3']} "
                                   f"{[4] * 4 + [2] * 2 + [1]} 28"), res.stdout

@@ -45,6 +45,8 @@ site_configuration = {
                     'features': [],
                     'env_vars': [
                         ['SLURM_MPI_TYPE', 'pmix'],
+                        # a rank that dies ends the step at once instead of leaving the rest in MPI
+                        ['SLURM_KILL_BAD_EXIT', '1'],
                         ['OMPI_ALLOW_RUN_AS_ROOT', '1'],
                         ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
                         # ranks on different nodes: TCP over the bridge's subnet only
