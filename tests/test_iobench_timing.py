@@ -171,3 +171,22 @@ def test_list_and_help_name_every_pattern_and_param(iobench):
         for kv in ('barriers=0', 'pagepool=0', 'direct=0', 'transfer=1m', 'segments=1', 'random=0',
                    'nfiles=200', 'filesize=307200', 'halo=1', 'case=small'):
             assert kv in out, (opt, kv)
+
+
+def test_residency_probe_is_sampled(iobench, tmp_path):
+    """The probe maps one page at a time, at most 1024 per file (constant memory whatever the file
+    size): a 16 MiB file (4096 pages) is probed with 1024 one-page mincore calls per round."""
+    strace = shutil.which('strace')
+    if not strace:
+        pytest.skip('strace not installed')
+    trace = tmp_path / 'trace'
+    data = tmp_path / 'data'
+    data.mkdir()
+    proc = subprocess.run([strace, '-f', '-e', 'trace=mincore', '-o', str(trace), 'mpirun', '-np', '1',
+                           iobench, '--backend', 'posix', '--pattern', 'ior', '--param', 'block=16m',
+                           '--dir', str(data)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    calls = [ln for ln in trace.read_text().splitlines() if 'mincore(' in ln]
+    assert calls and all(', 4096, ' in ln for ln in calls), calls[:3]
+    rounds = json.loads(proc.stdout)['repetitions'][0]['read']['cache_resident_before_read'] > 0
+    assert len(calls) in ((1024,) if not rounds else (1024, 2048, 3072)), len(calls)
