@@ -24,7 +24,7 @@ SETTINGS = REPO / 'configs' / 'settings.py'
 NODES = 4
 MPI_ENV = {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
            'OMPI_MCA_btl': 'self,vader,tcp', 'OMPI_MCA_btl_tcp_if_include': '10.219.19.0/24',
-           'SLURM_MPI_TYPE': 'pmix'}
+           'OMPI_MCA_btl_tcp_disable_family': '6', 'SLURM_MPI_TYPE': 'pmix'}
 
 
 def run(cmd, timeout=120, **kw):

@@ -52,6 +52,7 @@ site_configuration = {
                         # ranks on different nodes: TCP over the bridge's subnet only
                         ['OMPI_MCA_btl', 'self,vader,tcp'],
                         ['OMPI_MCA_btl_tcp_if_include', '10.219.19.0/24'],
+                        ['OMPI_MCA_btl_tcp_disable_family', '6'],
                     ],
                     'extras': _extras,
                 }
