@@ -107,19 +107,24 @@ def test_driver_params_are_checked(run_iobench, tmp_path):
 IOR_SMALL = ['--pattern', 'ior', '--param', 'block=256k', '--param', 'transfer=16k', '--param', 'segments=2']
 
 
-def test_direct_io_round_trip(iobench, tmp_path):
-    """posix direct=1 opens the data files with O_DIRECT for the timed write and read (strace shows
-    the flag; the untimed cache drop and probe open them plainly) and still verifies every word."""
+def traced(iobench, tmp_path, calls, np_, args):
+    """iobench --backend posix ARGS under strace -f -e trace=CALLS: (process, trace file)."""
     strace = shutil.which('strace')
     if not strace:
         pytest.skip('strace not installed')
-    trace = tmp_path / 'trace'
-    data = tmp_path / 'data'
+    trace, data = tmp_path / 'trace', tmp_path / 'data'
     data.mkdir()
-    proc = subprocess.run([strace, '-f', '-e', 'trace=openat', '-o', str(trace), 'mpirun', '-np', '2',
-                           '--oversubscribe', iobench, '--backend', 'posix', '--mode', 'fpp', *IOR_SMALL,
-                           '--param', 'direct=1', '--dir', str(data), '--name', 'odirect'],
+    proc = subprocess.run([strace, '-f', '-e', f'trace={calls}', '-o', str(trace), 'mpirun', '-np', str(np_),
+                           '--oversubscribe', iobench, '--backend', 'posix', *args, '--dir', str(data)],
                           capture_output=True, text=True, timeout=120)
+    return proc, trace
+
+
+def test_direct_io_round_trip(iobench, tmp_path):
+    """posix direct=1 opens the data files with O_DIRECT for the timed write and read (strace shows
+    the flag; the untimed cache drop and probe open them plainly) and still verifies every word."""
+    proc, trace = traced(iobench, tmp_path, 'openat', 2, ['--mode', 'fpp', *IOR_SMALL, '--param', 'direct=1',
+                                                          '--name', 'odirect'])
     if proc.returncode != 0 and 'Invalid argument' in proc.stderr:
         pytest.skip(f'this file system refuses O_DIRECT: {proc.stderr.strip().splitlines()[-1]}')
     assert proc.returncode == 0, proc.stderr
@@ -176,15 +181,7 @@ def test_list_and_help_name_every_pattern_and_param(iobench):
 def test_residency_probe_is_sampled(iobench, tmp_path):
     """The probe maps one page at a time, at most 1024 per file (constant memory whatever the file
     size): a 16 MiB file (4096 pages) is probed with 1024 one-page mincore calls per round."""
-    strace = shutil.which('strace')
-    if not strace:
-        pytest.skip('strace not installed')
-    trace = tmp_path / 'trace'
-    data = tmp_path / 'data'
-    data.mkdir()
-    proc = subprocess.run([strace, '-f', '-e', 'trace=mincore', '-o', str(trace), 'mpirun', '-np', '1',
-                           iobench, '--backend', 'posix', '--pattern', 'ior', '--param', 'block=16m',
-                           '--dir', str(data)], capture_output=True, text=True, timeout=120)
+    proc, trace = traced(iobench, tmp_path, 'mincore', 1, ['--pattern', 'ior', '--param', 'block=16m'])
     assert proc.returncode == 0, proc.stderr
     calls = [ln for ln in trace.read_text().splitlines() if 'mincore(' in ln]
     assert calls and all(', 4096, ' in ln for ln in calls), calls[:3]
