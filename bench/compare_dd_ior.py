@@ -134,7 +134,7 @@ def main():
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     listed = subprocess.run([a.iobench, "--list"], capture_output=True, text=True, check=True).stdout
-    have = {line.split()[0] for line in listed.splitlines() if line.strip()}
+    have = {line.split()[0] for line in listed.split("\n\n", 1)[0].splitlines() if line.strip()}
     apis = [x for x in a.apis.split(",") if APIS[x][0] in have]
     print(f"# {a.np} ranks x {a.size ** 3 * 8 / MiB:.0f} MiB, benchio halo={a.halo}, dir {a.dir}, "
           f"{a.reps} interleaved reps; "

@@ -28,6 +28,7 @@ the number of such pairs).
 Usage: bench/ior_pairs.py --iobench build/iobench --ior /opt/ior/bin/ior --dir /scratch/x
            [--block 128m] [--transfer 1m] [--segments 2] [--ranks 1,2] [--pairs 5]
            [--apis posix:fpp,mpiio:collective,...] [--settle S] [--warm MiB] [--json out.json]
+           [--slurm-nodes N [--partition cluster]]   # srun over N nodes (ci/slurm/start.sh --nodes N)
        bench/ior_pairs.py --pool run1.json run2.json ...
 Prints one line per (api, ranks, phase): medians, the median of the per-pair ratios, the modes, and
 every pair. `--pool` reads the `--json` files of several runs with the same sizes and prints, per
@@ -51,18 +52,45 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from iobench_lib.ior_pairs import IOR_API as IOR_ARGS, IOR_PACKET  # noqa: E402
 
 
+#: how ranks start: mpirun on this host, or srun over N nodes of a Slurm partition (--slurm-nodes)
+SLURM = {"nodes": 0, "partition": "cluster"}
+#: OpenMPI across the namespaced nodes of ci/slurm/start.sh --nodes N: TCP over its bridge only
+SLURM_MPI_ENV = {"OMPI_MCA_btl": "self,vader,tcp", "OMPI_MCA_btl_tcp_if_include": "10.219.19.0/24",
+                 "OMPI_MCA_btl_tcp_disable_family": "6", "SLURM_MPI_TYPE": "pmix"}
+
+
+def run_tool(cmd):
+    """Run one tool process. On the namespaced cluster Open MPI 4.1's TCP BTL now and then crashes
+    inside MPI_Init (SIGSEGV, a NULL callback under mca_btl_tcp.so in opal_progress; IOR and iobench
+    alike, before either starts timing): such a launch is run once more and said so on stderr."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 and SLURM["nodes"] and "Segmentation fault" in proc.stderr:
+        print(f"# retried after a crash at launch: {' '.join(cmd[:8])} ...", file=sys.stderr, flush=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    return proc
+
+
+def launch(np_):
+    if not SLURM["nodes"]:
+        return mpirun(np_)
+    # -K: a rank that dies ends the step (else the others wait in MPI for ever)
+    return ["srun", "-K", "-p", SLURM["partition"], "-N", str(SLURM["nodes"]), "-n", str(np_), "-m", "block"]
+
+
 def ior_command(ior, api, np_, block, transfer, segments, path, phase, summary):
-    """The IOR command line for one phase (write: -w -k -e; read: -r -k), offset stamps (-l o)."""
-    return (mpirun(np_) + [ior] + IOR_ARGS[api] +
+    """The IOR command line for one phase (write: -w -k -e; read: -r -k -C), offset stamps (-l o).
+    -C: each rank reads the block of the rank one node further (shift = tasks on node 0; none on one
+    node), as iobench's read placement does (docs/CONTRACT.md §2)."""
+    return (launch(np_) + [ior] + IOR_ARGS[api] +
             ["-b", block, "-t", transfer, "-s", str(segments), "-e"] + IOR_PACKET + ["-o", path,
              "-O", "summaryFormat=JSON", "-O", f"summaryFile={summary}"] +
-            (["-w", "-k"] if phase == "write" else ["-r", "-k"]))
+            (["-w", "-k"] if phase == "write" else ["-r", "-k", "-C"]))
 
 
 def iobench_command(iobench, api, np_, block, transfer, segments, dirname, phase):
     """iobench with IOR's sizes, one phase per process like IOR's (write keeps the file)."""
     backend, mode = api.split(":")
-    return (mpirun(np_) + [iobench, "--backend", backend, "--mode", mode, "--pattern", "ior",
+    return (launch(np_) + [iobench, "--backend", backend, "--mode", mode, "--pattern", "ior",
                            "--param", f"block={block}", "--param", f"transfer={transfer}",
                            "--param", f"segments={segments}", "--dir", dirname,
                            "--name", "pair_iobench", "--repeat", "1", "--verify", "--phase", phase] +
@@ -84,7 +112,7 @@ def warm_memory(mib):
 def iobench_phase(a, api, np_, phase):
     warm_memory(a.warm)
     cmd = iobench_command(a.iobench, api, np_, a.block, a.transfer, a.segments, a.dir, phase)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = run_tool(cmd)
     if proc.returncode != 0:
         sys.exit(f"iobench failed: {' '.join(cmd)}\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout)["repetitions"][0][phase]
@@ -104,7 +132,7 @@ def ior_phase(a, api, np_, phase, tmp):
     summary = os.path.join(tmp, f"{phase}.json")
     cmd = ior_command(a.ior, api, np_, a.block, a.transfer, a.segments,
                       os.path.join(a.dir, "pair_ior.dat"), phase, summary)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = run_tool(cmd)
     if proc.returncode != 0:
         sys.exit(f"IOR failed: {' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     with open(summary) as f:
@@ -183,7 +211,14 @@ def main():
     ap.add_argument("--warm", type=int, default=0,
                     help="MiB of memory to touch and free right before each tool process (see warm_memory)")
     ap.add_argument("--json", help="also write every sample here")
+    ap.add_argument("--slurm-nodes", type=int, default=0,
+                    help="launch with srun on this many nodes of --partition (block placement) instead of mpirun")
+    ap.add_argument("--partition", default="cluster", help="Slurm partition for --slurm-nodes")
     a = ap.parse_args()
+    SLURM.update(nodes=a.slurm_nodes, partition=a.partition)
+    if a.slurm_nodes:
+        for k, v in SLURM_MPI_ENV.items():
+            os.environ.setdefault(k, v)
     if a.pool:
         return pool(a.pool)
     if not a.dir:
@@ -193,8 +228,9 @@ def main():
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     samples = []
+    where = f"srun -N {a.slurm_nodes} -p {a.partition}" if a.slurm_nodes else "mpirun, this host"
     print(f"# block {a.block}, transfer {a.transfer}, segments {a.segments}, dir {a.dir}, {a.pairs} pairs, "
-          f"settle {a.settle} s, warm {a.warm} MiB; MiB/s")
+          f"settle {a.settle} s, warm {a.warm} MiB, {where}; MiB/s")
     print(f"{'api':18} {'np':>2} {'phase':5} {'iobench':>9} {'ior':>9} {'ratio':>6}  {'modes':>9} "
           f"{'same-mode':>11}  pairs (iobench/ior)")
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,7 +3,8 @@
  * trailing dimension). The halo is stripped with adios2_set_memory_selection: the BP engines copy the
  * block into their own buffer on put anyway, so packing it ourselves would only add a second copy.
  * ADIOS2 never fsyncs: sync() closes the engine (the metadata is written at close) and then fsyncs
- * every file the engine wrote, all inside the timer. ADIOS2 reports errors only on stderr, so each
+ * the files the engine wrote, all inside the timer: each rank the subfiles it held open, rank 0 the
+ * metadata files. ADIOS2 reports errors only on stderr, so each
  * call's stderr is captured (and re-emitted) to put the library's own words into the message. */
 #include <dirent.h>
 #include <errno.h>
@@ -231,6 +232,7 @@ static int a2_write(iob_ctx *c)
 {
     a2_state *s = c->backend_state;
     adios2_step_status st;
+    int64_t put = 0;
     A2(c, "adios2_begin_step", adios2_begin_step(s->engine, adios2_step_mode_append, -1.0f, &st));
     for (int i = 0; i < c->nvars; i++) {
         const iob_var *v = &c->vars[i];
@@ -256,9 +258,11 @@ static int a2_write(iob_ctx *c)
             A2(c, "adios2_set_memory_selection", adios2_set_memory_selection(var, nd, ms, mc));
         snprintf(call, sizeof call, "adios2_put(%s)", v->name);
         A2(c, call, adios2_put(s->engine, var, v->buf, adios2_mode_deferred));
+        put += iob_var_count_elems(v) * iob_var_elem_bytes(v);
     }
     /* EndStep hands the data to the engine's transports (BP5 writes it here unless AsyncWrite) */
     A2(c, "adios2_end_step", adios2_end_step(s->engine));
+    c->moved += put; /* deferred puts return no count: the blocks of a step that ended without error */
     return IOB_OK;
 fail:
     return IOB_FAIL;
@@ -276,6 +280,7 @@ static int a2_read(iob_ctx *c)
     a2_state *s = c->backend_state;
     int hdf5 = strcmp(c->opt->mode, "hdf5") == 0;
     adios2_step_status st;
+    int64_t got = 0;
     A2(c, "adios2_begin_step", adios2_begin_step(s->engine, adios2_step_mode_read, -1.0f, &st));
     if (st != adios2_step_status_ok)
         return iob_fail(c, "adios2_begin_step(%s): no step to read (status %d)", s->target, (int)st);
@@ -312,8 +317,10 @@ static int a2_read(iob_ctx *c)
         }
         snprintf(call, sizeof call, "adios2_get(%s)", v->name);
         A2(c, call, adios2_get(s->engine, var, dst, adios2_mode_deferred));
+        got += iob_var_count_elems(v) * iob_var_elem_bytes(v);
     }
     A2(c, "adios2_end_step", adios2_end_step(s->engine)); /* performs the deferred gets */
+    c->moved += got;
     for (int i = 0; hdf5 && i < c->nvars; i++) {
         const iob_var *v = &c->vars[i];
         if (!s->packed[i])
@@ -340,41 +347,74 @@ static int fsync_path(iob_ctx *c, const char *p)
     return rc == 0 ? IOB_OK : iob_fail(c, "fsync(%s): %s", p, strerror(e));
 }
 
-/* fsync the file, or every regular file in the directory (BP: data.*, md.*, mmd.0, md.idx, ...). */
-static int fsync_target(iob_ctx *c, const char *target)
+/* The engine files this rank holds open now (/proc/self/fd): a BP writer keeps the subfile it
+ * aggregates into open until close, so these are what this rank's node wrote. Newline-separated. */
+static void held_files(const char *target, char *out, size_t n)
+{
+    out[0] = '\0';
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    size_t tl = strlen(target);
+    while (d && (e = readdir(d))) {
+        char link[300], p[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        ssize_t k = readlink(link, p, sizeof p - 1);
+        if (k <= 0)
+            continue;
+        p[k] = '\0';
+        if (strncmp(p, target, tl) == 0 && (p[tl] == '\0' || p[tl] == '/') && !strstr(out, p) &&
+            strlen(out) + (size_t)k + 2 < n)
+            strcat(strcat(out, p), "\n");
+    }
+    if (d)
+        closedir(d);
+}
+
+/* fsync the file, or the metadata files of the directory (everything but the data.* subfiles). */
+static int fsync_target(iob_ctx *c, const char *target, int with_metadata, char *held)
 {
     struct stat st;
     if (stat(target, &st) != 0)
         return iob_fail(c, "stat(%s) after adios2_close: %s", target, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return fsync_path(c, target);
-    DIR *d = opendir(target);
-    if (!d)
-        return iob_fail(c, "opendir(%s): %s", target, strerror(errno));
+        return c->node_rank == 0 ? fsync_path(c, target) : IOB_OK; /* one file (hdf5 engine): per node */
     int rc = IOB_OK;
+    DIR *d = with_metadata ? opendir(target) : NULL;
+    if (with_metadata && !d)
+        return iob_fail(c, "opendir(%s): %s", target, strerror(errno));
     struct dirent *e;
-    while (rc == IOB_OK && (e = readdir(d))) {
+    while (d && rc == IOB_OK && (e = readdir(d))) { /* metadata files, unless held (synced below) */
         char p[8192];
-        snprintf(p, sizeof p, "%s/%s", target, e->d_name);
-        if (e->d_name[0] != '.' && stat(p, &st) == 0 && S_ISREG(st.st_mode))
+        snprintf(p, sizeof p, "%s/%s\n", target, e->d_name);
+        if (e->d_name[0] == '.' || strncmp(e->d_name, "data.", 5) == 0 || strstr(held, p))
+            continue;
+        p[strlen(p) - 1] = '\0';
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
             rc = fsync_path(c, p);
     }
-    closedir(d);
+    if (d)
+        closedir(d);
+    for (char *p = held, *nl; rc == IOB_OK && (nl = strchr(p, '\n')); p = nl + 1) {
+        *nl = '\0';
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
+            rc = fsync_path(c, p);
+    }
     return rc;
 }
 
+/* Each rank fsyncs the engine files it held open (its node's aggregated subfile, whoever wrote it),
+ * rank 0 also the metadata files: every dirty page is synced once by a node that wrote it, and no
+ * node fsyncs another node's subfiles (on a parallel file system that is lock traffic, not I/O). */
 static int a2_sync(iob_ctx *c)
 {
     a2_state *s = c->backend_state;
     adios2_engine *e = s->engine;
     s->engine = NULL;
-    char call[4200];
+    char call[4200], held[16384];
+    held_files(s->target, held, sizeof held);
     snprintf(call, sizeof call, "adios2_close(%s)", s->target);
     A2(c, call, adios2_close(e));
-    /* One fsync per node: ranks on a node share its page cache, which holds every dirty page. */
-    if (c->node_rank == 0)
-        return fsync_target(c, s->target);
-    return IOB_OK;
+    return fsync_target(c, s->target, c->rank == 0, held);
 fail:
     return IOB_FAIL;
 }
@@ -420,4 +460,5 @@ const iob_backend iob_backend_adios2 = {
     .name = "adios2", .modes = modes, .param_keys = all_keys, .check = check, .files = files,
     .open = a2_open, .write = a2_write, .read = a2_read, .sync = a2_sync, .close = a2_close,
     .versions = versions,
+    .help = "engine parameters, ADIOS2's defaults when absent: bp5 NumAggregators, AggregatorRatio, NumSubFiles, AggregationType, BufferChunkSize, AsyncWrite, BurstBufferPath, DirectIO, StatsLevel; bp4 NumAggregators, AggregatorRatio, BurstBufferPath, BurstBufferDrain, InitialBufferSize, MaxBufferSize, CollectiveMetadata, StatsLevel; hdf5 H5CollectiveMPIO",
 };

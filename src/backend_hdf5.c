@@ -182,6 +182,14 @@ static int select_block(hid_t space, const iob_var *v, const int64_t *off)
     return H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL);
 }
 
+/* H5Dwrite/H5Dread return no byte count: a call that succeeded moved its file selection. */
+static void counted(iob_ctx *c, int rc, hid_t fspace, hid_t type)
+{
+    hssize_t n = rc == IOB_OK ? H5Sget_select_npoints(fspace) : 0;
+    if (n > 0)
+        c->moved += (int64_t)n * (int64_t)H5Tget_size(type);
+}
+
 static int transfer_var(iob_ctx *c, h5_state *s, const iob_var *v, int writing)
 {
     char call[4400];
@@ -222,7 +230,8 @@ static int transfer_var(iob_ctx *c, h5_state *s, const iob_var *v, int writing)
     if (v->xfer > 0) { /* IOR's way: one hyperslab of xfer bytes per H5Dwrite/H5Dread, in file order */
         hsize_t n = (hsize_t)(v->xfer / iob_var_elem_bytes(v)), st;
         H5TRY(mspace = H5Screate_simple(1, &n, NULL), "H5Screate_simple(memory, %s)", v->name);
-        for (hsize_t k = 0; rc == IOB_OK && k < (hsize_t)v->count[0]; k += n) {
+        for (hsize_t i = 0; rc == IOB_OK && i < (hsize_t)v->count[0] / n; i++) {
+            hsize_t k = (hsize_t)(v->order ? v->order[i] : (int64_t)i) * n;
             int64_t off = (int64_t)k * iob_var_elem_bytes(v);
             char *p = v->xfer_fill ? v->buf : (char *)v->buf + off; /* one refilled buffer, as IOR's */
             st = (hsize_t)v->start[0] + k;
@@ -234,12 +243,14 @@ static int transfer_var(iob_ctx *c, h5_state *s, const iob_var *v, int writing)
             if (writing) {
                 H5TRY(H5Dwrite(dset, type, mspace, fspace, s->dxpl, p), "H5Dwrite(%s, %s, element %llu)",
                       c->path, v->name, (unsigned long long)st);
+                counted(c, rc, fspace, type);
                 if (rc == IOB_OK && io_errno_fatal(errno))
                     rc = iob_fail(c, "H5Dwrite(%s, %s): HDF5 returned success but the I/O layer failed "
                                   "with errno %d: %s", c->path, v->name, errno, strerror(errno));
             } else {
                 H5TRY(H5Dread(dset, type, mspace, fspace, s->dxpl, p), "H5Dread(%s, %s, element %llu)",
                       c->path, v->name, (unsigned long long)st);
+                counted(c, rc, fspace, type);
                 if (rc == IOB_OK && v->xfer_read)
                     v->xfer_read(c, v, off);
             }
@@ -251,11 +262,13 @@ static int transfer_var(iob_ctx *c, h5_state *s, const iob_var *v, int writing)
         errno = 0;
         if (writing) {
             H5TRY(H5Dwrite(dset, type, mspace, fspace, s->dxpl, v->buf), "H5Dwrite(%s, %s)", c->path, v->name);
+            counted(c, rc, fspace, type);
             if (rc == IOB_OK && io_errno_fatal(errno))
                 rc = iob_fail(c, "H5Dwrite(%s, %s): HDF5 returned success but the I/O layer failed with errno %d: %s",
                               c->path, v->name, errno, strerror(errno));
         } else {
             H5TRY(H5Dread(dset, type, mspace, fspace, s->dxpl, v->buf), "H5Dread(%s, %s)", c->path, v->name);
+            counted(c, rc, fspace, type);
         }
     }
     if (dset >= 0)
@@ -328,4 +341,5 @@ const iob_backend iob_backend_hdf5 = {
     .name = "hdf5", .modes = modes, .param_keys = params, .check = check, .files = files,
     .open = h5_open, .write = h5_write, .read = h5_read, .sync = h5_sync, .close = h5_close,
     .versions = versions, .one_xfer_buffer = 1,
+    .help = "alignment (HDF5 default 1: THRESH,ALIGN or ALIGN), meta_block_size (HDF5 default 2048), coll_metadata=0",
 };

@@ -47,6 +47,14 @@ static int mpiio_open(iob_ctx *c, int writing)
     return IOB_OK;
 }
 
+/* Bytes a completed call moved, from its status (counted, not assumed). */
+static int64_t status_bytes(MPI_Status *st)
+{
+    MPI_Count n = 0;
+    MPI_Get_elements_x(st, MPI_BYTE, &n);
+    return n > 0 ? (int64_t)n : 0;
+}
+
 /* A 1-D block in calls of v->xfer bytes at explicit offsets, as IOR does (MPI_File_write_at or
  * MPI_File_write_at_all per transfer; every rank makes the same number of calls). */
 static int transfer_xfer(iob_ctx *c, mpiio_state *s, const iob_var *v, int writing, int coll)
@@ -56,7 +64,8 @@ static int transfer_xfer(iob_ctx *c, mpiio_state *s, const iob_var *v, int writi
     int64_t eb = iob_var_elem_bytes(v), bytes = v->count[0] * eb, n = v->xfer / eb;
     MPI_Datatype el = MPI_INT64_T; /* 8-byte elements: up to 2^34 bytes per call */
     char call[4400];
-    for (int64_t done = 0; done < bytes; done += v->xfer) {
+    for (int64_t i = 0; i < bytes / v->xfer; i++) {
+        int64_t done = (v->order ? v->order[i] : i) * v->xfer;
         MPI_Offset off = (MPI_Offset)(v->file_offset + v->start[0] * eb + done);
         char *p = v->xfer_fill ? v->buf : (char *)v->buf + done; /* one refilled buffer, as IOR's */
         MPI_Status st;
@@ -74,6 +83,7 @@ static int transfer_xfer(iob_ctx *c, mpiio_state *s, const iob_var *v, int writi
                             io_errno, strerror(io_errno));
         if (iob_mpi_check(c, rc, call))
             return IOB_FAIL;
+        c->moved += status_bytes(&st);
         MPI_Get_count(&st, el, &got);
         if (got != (int)n)
             return iob_fail(c, "%s: incomplete transfer (MPI_Get_count %d, expected %lld)", call, got,
@@ -129,6 +139,7 @@ static int transfer(iob_ctx *c, int writing)
                 MPI_Count size = 0;
                 int got = -1;
                 MPI_Type_size_x(mtype, &size);
+                c->moved += status_bytes(&st);
                 MPI_Get_count(&st, mtype, &got);
                 if (got != (size > 0))
                     iob_fail(c, "%s: incomplete transfer (MPI_Get_count %d, expected %d; errno: %s)", call,
@@ -172,4 +183,5 @@ static const char *const no_params[] = {NULL};
 const iob_backend iob_backend_mpiio = {
     .name = "mpiio", .modes = modes, .param_keys = no_params, .files = files, .open = mpiio_open,
     .write = mpiio_write, .read = mpiio_read, .sync = mpiio_sync, .close = mpiio_close, .one_xfer_buffer = 1,
+    .help = "no --param keys; MPI-IO hints with --hint KEY=VALUE",
 };

@@ -53,7 +53,9 @@ static int posix_open(iob_ctx *c, int writing)
     s->c = c;
     s->writing = writing;
     file_name(c, s->file, sizeof s->file);
-    s->fd = open(s->file, writing ? O_WRONLY | O_CREAT : O_RDONLY, 0644);
+    const char *direct = iob_kv_get(&c->opt->params, "direct");
+    int flags = (writing ? O_WRONLY | O_CREAT : O_RDONLY) | (direct && strcmp(direct, "1") == 0 ? O_DIRECT : 0);
+    s->fd = open(s->file, flags, 0644);
     if (s->fd < 0) {
         int e = errno;
         iob_fail(c, "open(%s): %s", s->file, strerror(e));
@@ -82,6 +84,7 @@ static int flush(posix_state *s)
             return iob_fail(s->c, "preadv(%s, offset %lld): unexpected end of file (%lld of %lld bytes)",
                             s->file, (long long)off, (long long)done, (long long)s->len);
         done += r, off += r;
+        s->c->moved += r; /* counted as the calls returned them */
         while (n > 0 && (size_t)r >= iov->iov_len)
             r -= (ssize_t)iov->iov_len, iov++, n--;
         if (n > 0) {
@@ -118,8 +121,9 @@ static int add_run(void *arg, int64_t file_off, void *mem, int64_t bytes)
  * xfer_read after each pread, one call of xfer bytes per transfer as IOR's POSIX backend. */
 static int transfer_one_buffer(posix_state *s, const iob_var *v, int64_t file_off)
 {
-    int64_t bytes = v->count[0] * iob_var_elem_bytes(v);
-    for (int64_t done = 0; done < bytes; done += v->xfer) {
+    int64_t n = v->count[0] * iob_var_elem_bytes(v) / v->xfer;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t done = (v->order ? v->order[i] : i) * v->xfer;
         if (s->writing)
             v->xfer_fill(s->c, v, done);
         s->iov[0].iov_base = v->buf;
@@ -184,9 +188,27 @@ static int posix_close(iob_ctx *c)
     return rc == 0 ? IOB_OK : iob_fail(c, "close(%s): %s", file, strerror(e));
 }
 
+/* direct=1: O_DIRECT (IOR's --posix.odirect): no page cache on either side; the transfers must be
+ * aligned, so only pattern ior, whose one transfer buffer is page-aligned (its sizes are checked there). */
+static int check(const iob_opts *o, int nranks, char *err, size_t errlen)
+{
+    const char *v = iob_kv_get(&o->params, "direct");
+    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+        snprintf(err, errlen, "bad posix param direct (0 or 1) '%s'", v);
+        return IOB_BADINPUT;
+    }
+    if (v && strcmp(v, "1") == 0 && strcmp(o->pattern, "ior") != 0) {
+        snprintf(err, errlen, "posix param direct=1 needs --pattern ior (aligned transfers) '%s'", o->pattern);
+        return IOB_BADINPUT;
+    }
+    return IOB_OK;
+}
+
 static const char *const modes[] = {"fpp", "shared", NULL};
-static const char *const no_params[] = {NULL};
+static const char *const params[] = {"direct", NULL};
 const iob_backend iob_backend_posix = {
-    .name = "posix", .modes = modes, .param_keys = no_params, .files = files, .open = posix_open,
-    .write = transfer, .read = transfer, .sync = posix_sync, .close = posix_close, .one_xfer_buffer = 1,
+    .name = "posix", .modes = modes, .param_keys = params, .check = check, .files = files,
+    .open = posix_open, .write = transfer, .read = transfer, .sync = posix_sync, .close = posix_close,
+    .one_xfer_buffer = 1,
+    .help = "direct=0 (1: O_DIRECT, IOR --posix.odirect; pattern ior, block and transfer multiples of 4096)",
 };

@@ -34,7 +34,10 @@ typedef struct {
     char started[32];
     char hosts[4096];           /* JSON array body, already quoted */
     char fs_type[64];
-    char cache_defeat[64];
+    char cache_defeat[96];
+    int read_shift, read_cross;  /* placement.c: the shift, and how many ranks read another node */
+    int cache_defeated;          /* 0: a pagepool-like cache and some rank reads its own node's data */
+    int *node_index, *blocks_read; /* per rank (rank 0, <= IOB_PLACEMENT_MAX ranks): node, block read */
     int64_t bytes_per_rank, bytes_total;
     iob_kvlist versions;
     int nreps;
@@ -42,11 +45,19 @@ typedef struct {
     int failed;
 } iob_result;
 
+/* placement.c: node layout (c->nodes, c->node_rank, this node's rank count) and c->read_shift; cross =
+ * ranks whose read block lives on another node; node_index: malloc'd node number (0, 1, ... in order
+ * of first rank) of every rank. Collective. */
+int iob_placement(iob_ctx *c, int *ppn, int *cross, int **node_index);
+#define IOB_PLACEMENT_MAX 256 /* ranks up to which the JSON lists every rank's node and block read */
+
 /* cachedefeat.c: apply fn to each regular file of the backend's files() list (directories walked). */
 int iob_for_each_data_file(const iob_ctx *c, const iob_backend *be, int (*fn)(const char *path, void *arg),
                            void *arg);
 int iob_drop_cache(const iob_ctx *c, const iob_backend *be);          /* posix_fadvise DONTNEED */
 double iob_resident_fraction(const iob_ctx *c, const iob_backend *be); /* mincore, this rank */
+#define IOB_PROBE_PAGES 1024 /* pages sampled per file by the residency probe */
+void iob_probe_file(const char *path, int64_t *pages, int64_t *resident); /* adds sampled/resident */
 void iob_remove_data(const iob_ctx *c, const iob_backend *be);          /* unlink / rm -r, ENOENT ok */
 int iob_data_missing(const iob_ctx *c, const iob_backend *be, char *missing, size_t len);
 const char *iob_fs_type(const char *dir);

@@ -59,6 +59,9 @@ typedef struct iob_var {
      * them right after each read call. NULL: buf holds the whole block. */
     void (*xfer_fill)(struct iob_ctx *c, const struct iob_var *v, int64_t off);
     void (*xfer_read)(struct iob_ctx *c, const struct iob_var *v, int64_t off);
+    /* Pattern ior with random=1 (IOR -z): the i-th call accesses transfer order[i] of the block
+     * (a permutation of 0 .. count*elem/xfer - 1). NULL: file order. Honoured where xfer is. */
+    const int64_t *order;
 } iob_var;
 
 static inline int64_t iob_var_elem_bytes(const iob_var *v) { return 8 * (int64_t)v->nfields; }
@@ -82,6 +85,9 @@ typedef struct iob_ctx {
     MPI_Comm comm;
     int rank, nranks, nodes, node_rank; /* node_rank: rank within its node */
     int io_rank;               /* whose block this rank accesses now (rank shift on reads) */
+    int read_shift;            /* reads access block (rank + read_shift) % nranks (placement.c) */
+    int barriers;              /* --param barriers=1: agree between open/access/close (IOR -g) */
+    int64_t moved;             /* bytes this rank's backend calls returned in the current phase */
     int rep;                   /* current repetition */
     char path[4096];           /* data path of this repetition (file or directory; backend may suffix) */
     int nvars;
@@ -131,7 +137,8 @@ typedef struct {
     int (*sync)(iob_ctx *c);           /* make written data durable (inside the timer) */
     int (*close)(iob_ctx *c);
     void (*versions)(iob_kvlist *out); /* library name -> version string */
-    int one_xfer_buffer;               /* honours iob_var.xfer_fill/xfer_read (posix, mpiio, hdf5) */
+    int one_xfer_buffer;               /* honours iob_var.xfer_fill/xfer_read/order (posix, mpiio, hdf5) */
+    const char *help;                  /* --list/--help: its --param keys with defaults, one line */
 } iob_backend;
 
 const iob_backend *iob_find_backend(const char *name);
@@ -168,6 +175,7 @@ typedef struct {
      * writes extra members of the repetition object into `extra` (rank 0's are used), cleans up its
      * files unless --keep and returns IOB_OK or IOB_FAIL (after iob_fail). */
     int (*run)(iob_ctx *c, struct iob_json *extra, iob_run_phase out[2]);
+    const char *help;  /* --list/--help: what --size means and its --param keys with defaults */
 } iob_pattern;
 
 const iob_pattern *iob_find_pattern(const char *name);

@@ -54,45 +54,87 @@ static int agree(iob_ctx *c, int failed)
     return 1;
 }
 
+/* One phase as IOR times it: barrier, then each rank's own span open -> access (-> sync) -> close, with
+ * no agreement inside it; total_s = max(end) - min(start) over ranks, each rank's clock starting where
+ * it leaves the barrier (so node clocks need not agree). The outcome is agreed once, after the span. A
+ * rank whose open failed skips its access and close; one whose access failed still syncs and closes so
+ * that collective calls stay matched (its watchdog is armed first, in case a library hangs there).
+ * --param barriers=1 (IOR -g) agrees after open, after access+sync and after close, inside the span,
+ * and ends it with a barrier: total_s is then about max(open) + max(access+sync) + max(close). */
 static int run_phase(iob_ctx *c, const iob_backend *be, int writing, iob_phase *ph)
 {
     double t[5] = {0, 0, 0, 0, 0}, tmax[5], a;
+    c->moved = 0;
     MPI_Barrier(c->comm);
     double t0 = MPI_Wtime();
     int rc = be->open(c, writing);
     t[0] = MPI_Wtime() - t0;
     opened_now = rc == IOB_OK;
-    if (agree(c, rc))
+    if (c->barriers && agree(c, rc))
         return IOB_FAIL;
-    a = MPI_Wtime();
-    rc = writing ? be->write(c) : be->read(c);
-    t[1] = MPI_Wtime() - a;
-    if (writing) {
-        /* Each rank syncs as soon as its own writes are done, as IOR's ranks do (fsync at the end
-         * of WriteOrRead): a rank sync between write and sync made a rank that finished first
-         * wait for the slowest before flushing (-2..-6 % at 2 ranks, docs/ior.md). Sync runs even
-         * after a failed write, so collective syncs (MPI_File_sync, H5Fflush, engine close) stay
-         * matched; the write's error is the one reported. */
+    if (opened_now) {
         a = MPI_Wtime();
-        int src = be->sync(c);
-        t[2] = MPI_Wtime() - a;
-        rc = rc != IOB_OK ? rc : src;
+        rc = writing ? be->write(c) : be->read(c);
+        t[1] = MPI_Wtime() - a;
+        if (writing) {
+            /* Each rank syncs as soon as its own writes are done, as IOR's ranks do (fsync at the end
+             * of WriteOrRead). Sync runs even after a failed write, so collective syncs (MPI_File_sync,
+             * H5Fflush, engine close) stay matched; the write's error is the one reported. */
+            a = MPI_Wtime();
+            int src = be->sync(c);
+            t[2] = MPI_Wtime() - a;
+            rc = rc != IOB_OK ? rc : src;
+        }
+        if (c->barriers && agree(c, rc))
+            return IOB_FAIL;
+        if (rc != IOB_OK)
+            arm_watchdog(c, be);
+        a = MPI_Wtime();
+        int crc = be->close(c);
+        t[3] = MPI_Wtime() - a;
+        opened_now = 0;
+        rc = rc != IOB_OK ? rc : crc;
+        if (c->barriers && agree(c, rc))
+            return IOB_FAIL;
     }
+    if (c->barriers)
+        MPI_Barrier(c->comm);
+    t[4] = MPI_Wtime() - t0; /* this rank's end; its start is 0 on its own clock */
     if (agree(c, rc))
         return IOB_FAIL;
-    a = MPI_Wtime();
-    rc = be->close(c);
-    t[3] = MPI_Wtime() - a;
-    opened_now = 0;
-    if (agree(c, rc))
-        return IOB_FAIL;
-    MPI_Barrier(c->comm);
-    t[4] = MPI_Wtime() - t0;
     MPI_Allreduce(t, tmax, 5, MPI_DOUBLE, MPI_MAX, c->comm);
+    MPI_Allreduce(&c->moved, &ph->bytes, 1, MPI_INT64_T, MPI_SUM, c->comm);
     ph->done = 1;
     ph->open_s = tmax[0], ph->access_s = tmax[1], ph->sync_s = tmax[2];
     ph->close_s = tmax[3], ph->total_s = tmax[4];
     return IOB_OK;
+}
+
+/* How this run's reads avoid the cache (JSON cache_defeat, docs/CONTRACT.md §2). */
+static void describe_defeat(const iob_ctx *c, iob_result *res)
+{
+    char *d = res->cache_defeat;
+    size_t n = sizeof res->cache_defeat;
+    if (res->read_cross == c->nranks)
+        snprintf(d, n, "rank_shift+posix_fadvise_dontneed");
+    else if (!res->cache_defeated)
+        snprintf(d, n, "cache not defeated (%d of %d ranks read their own node's data)",
+                 c->nranks - res->read_cross, c->nranks);
+    else if (res->read_cross > 0)
+        snprintf(d, n, "rank_shift+posix_fadvise_dontneed (%d of %d ranks on their own node)",
+                 c->nranks - res->read_cross, c->nranks);
+    else
+        snprintf(d, n, "posix_fadvise_dontneed");
+}
+
+/* The bytes a phase moved, as the backends' calls returned them (summed over ranks), must be what the
+ * pattern asked for: a short transfer that a library let pass is a failure, not bandwidth. */
+static int check_counted(iob_ctx *c, const iob_phase *ph, int64_t asked, const char *what)
+{
+    if (ph->bytes == asked)
+        return IOB_OK;
+    return c->rank == 0 ? iob_fail(c, "%s: the backend's calls moved %lld bytes, the pattern asked for %lld",
+                                   what, (long long)ph->bytes, (long long)asked) : IOB_OK;
 }
 
 static int setup_for(iob_ctx *c, const iob_pattern *pat, int io_rank)
@@ -230,14 +272,18 @@ int main(int argc, char **argv)
     res.be = be, res.pat = pat;
     cur_be = be;
 
-    MPI_Comm node;
-    int ppn, leader, status = IOB_OK, emitted = 0;
-    MPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &c->node_rank);
-    MPI_Comm_size(node, &ppn);
-    leader = c->node_rank == 0;
-    MPI_Allreduce(&leader, &c->nodes, 1, MPI_INT, MPI_SUM, c->comm);
-    MPI_Comm_free(&node);
+    int ppn, status = IOB_OK, emitted = 0;
+    const char *bar = iob_kv_get(&opt.params, "barriers"), *pool = iob_kv_get(&opt.params, "pagepool");
+    c->barriers = bar && strcmp(bar, "1") == 0;
+    if (iob_placement(c, &ppn, &res.read_cross, &res.node_index)) {
+        fprintf(stderr, "iobench: rank %d: %s\n", c->rank, c->errmsg);
+        MPI_Abort(c->comm, IOB_FAIL);
+    }
+    res.read_shift = c->read_shift;
+    /* A cache outside Linux's page cache (GPFS pagepool) survives posix_fadvise and hides from
+     * mincore: only a read of another node's data is not served from memory there. */
+    res.cache_defeated = !(res.read_cross < c->nranks && (strcmp(iob_fs_type(opt.dir), "gpfs") == 0 ||
+                                                         (pool && strcmp(pool, "1") == 0)));
 
     res.reps = calloc((size_t)opt.repeat, sizeof *res.reps);
     if (agree(c, setup_for(c, pat, c->rank))) {
@@ -285,34 +331,33 @@ int main(int argc, char **argv)
             iob_remove_data(c, be); /* a stale file from an earlier --keep run must not be appended to */
             MPI_Barrier(c->comm);
             pat->fill(c);
-            r->w.bytes = res.bytes_total;
-            if (run_phase(c, be, 1, &r->w))
+            if (run_phase(c, be, 1, &r->w) || agree(c, check_counted(c, &r->w, res.bytes_total, "write")))
                 goto failed;
         }
         if (opt.do_read) {
-            /* cache defeat, outside the timer: read another node's data, else drop this node's pages */
-            if (opt.do_write && c->nodes > 1) {
-                snprintf(res.cache_defeat, sizeof res.cache_defeat, "rank_shift");
-                if (agree(c, setup_for(c, pat, (c->rank + ppn) % c->nranks)))
-                    goto failed;
-            } else {
-                snprintf(res.cache_defeat, sizeof res.cache_defeat, "posix_fadvise_dontneed");
+            /* cache defeat, outside the timer: read another node's block (placement.c, also in a
+             * read-only run) and drop this node's pages of it, whatever the layout */
+            describe_defeat(c, &res);
+            if (c->read_shift && agree(c, setup_for(c, pat, (c->rank + c->read_shift) % c->nranks)))
+                goto failed;
+            if (c->nranks <= IOB_PLACEMENT_MAX) { /* the blocks really read, for the JSON */
+                if (c->rank == 0 && !res.blocks_read)
+                    res.blocks_read = calloc((size_t)c->nranks, sizeof(int));
+                MPI_Gather(&c->io_rank, 1, MPI_INT, res.blocks_read, 1, MPI_INT, 0, c->comm);
             }
             pat->clear(c);
             /* Pages another rank just wrote can sit in that CPU's LRU batch, where a DONTNEED from
              * this rank cannot drop them: drop, wait for every rank, measure, and drop again (at most
              * 3 rounds) while any rank still sees pages resident. What remains is recorded. */
             for (int round = 0; round < 3; round++) {
-                if (!(opt.do_write && c->nodes > 1))
-                    iob_drop_cache(c, be);
+                iob_drop_cache(c, be);
                 MPI_Barrier(c->comm);
                 double resident = iob_resident_fraction(c, be);
                 MPI_Allreduce(&resident, &r->r.resident, 1, MPI_DOUBLE, MPI_MAX, c->comm);
-                if (r->r.resident == 0.0 || (opt.do_write && c->nodes > 1))
+                if (r->r.resident == 0.0)
                     break;
             }
-            r->r.bytes = res.bytes_total;
-            if (run_phase(c, be, 0, &r->r))
+            if (run_phase(c, be, 0, &r->r) || agree(c, check_counted(c, &r->r, res.bytes_total, "read")))
                 goto failed;
             if (opt.verify && agree(c, pat->verify(c)))
                 goto failed;

@@ -169,4 +169,5 @@ static const char *const params[] = {"halo", NULL};
 const iob_pattern iob_pattern_benchio = {
     .name = "benchio", .param_keys = params, .check = check, .setup = setup, .fill = fill,
     .clear = clear, .verify = verify, .teardown = teardown, .describe = describe,
+    .help = "--size n or n1,n2,n3 (32): local block of doubles per rank, 3-D process grid; halo=1 (0: packed buffer)",
 };

@@ -250,4 +250,5 @@ const iob_pattern iob_pattern_hacc = {
     .verify = hacc_verify,
     .teardown = hacc_teardown,
     .describe = hacc_describe,
+    .help = "--size particles per rank; layout=interleaved|contiguous (posix, mpiio, sionlib), individual|multi|compound (hdf5), individual|multi (adios2); first is the default",
 };

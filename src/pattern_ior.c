@@ -46,10 +46,11 @@ typedef struct {
     int64_t block, transfer, segments;
     int one_buffer;  /* the backend restamps one transfer buffer per call (xfer_fill) */
     int64_t *data;   /* one_buffer: `transfer` bytes; else segments*block: the rank's blocks in order */
+    int64_t *order;  /* random=1: the order of the transfers of a block (a permutation), else NULL */
     int bad;         /* verify pass: a mismatch was recorded (the first one only) */
 } ior_state;
 
-static const char *const ior_keys[] = {"block", "transfer", "segments", NULL};
+static const char *const ior_keys[] = {"block", "transfer", "segments", "random", NULL};
 
 /* "123", "4k", "16M", "1g", "2t": bytes (powers of 1024). -1 on bad syntax or overflow of int64. */
 static int64_t parse_size(const char *s)
@@ -135,10 +136,49 @@ static int sizes(const iob_opts *o, int nranks, int64_t *block, int64_t *transfe
     return IOB_OK;
 }
 
+static int on(const iob_opts *o, const char *key)
+{
+    const char *v = iob_kv_get(&o->params, key);
+    return v && strcmp(v, "1") == 0;
+}
+
 static int ior_check(const iob_opts *o, int nranks, char *err, size_t errlen)
 {
     int64_t b, t, s;
-    return sizes(o, nranks, &b, &t, &s, err, errlen);
+    const char *r = iob_kv_get(&o->params, "random");
+    const iob_backend *be = iob_find_backend(o->backend);
+    if (sizes(o, nranks, &b, &t, &s, err, errlen))
+        return IOB_BADINPUT;
+    if (r && strcmp(r, "0") != 0 && strcmp(r, "1") != 0) {
+        snprintf(err, errlen, "bad ior param random (0 or 1) '%s'", r);
+        return IOB_BADINPUT;
+    }
+    if (on(o, "random") && !(be && be->one_xfer_buffer)) { /* whole-block puts have no transfer order */
+        snprintf(err, errlen, "ior param random=1 needs a backend that makes one call per transfer "
+                 "(posix, mpiio, hdf5) '%s'", o->backend);
+        return IOB_BADINPUT;
+    }
+    if (on(o, "direct") && (b % 4096 || t % 4096)) {
+        snprintf(err, errlen, "ior with posix direct=1: block and transfer must be multiples of 4096 bytes "
+                 "'%lld,%lld'", (long long)b, (long long)t);
+        return IOB_BADINPUT;
+    }
+    return IOB_OK;
+}
+
+/* random=1 (IOR -z): this rank's transfers of each block in a random order, a Fisher-Yates shuffle
+ * seeded by the block's owner (the same order whichever rank reads it back), made before the timer. */
+static void shuffle_order(ior_state *st, int64_t owner)
+{
+    int64_t n = st->block / st->transfer;
+    uint64_t x = 0x9E3779B97F4A7C15ULL * (uint64_t)(owner + 1);
+    for (int64_t i = 0; i < n; i++)
+        st->order[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        int64_t j = (int64_t)(x % (uint64_t)(i + 1)), t = st->order[i];
+        st->order[i] = st->order[j], st->order[j] = t;
+    }
 }
 
 /* One stamped word per 4 KiB (IOR's update_write_memory_pattern: word i for i % 512 == 0). */
@@ -245,11 +285,15 @@ static int ior_setup(iob_ctx *c)
                             (long long)(st->one_buffer ? st->transfer : st->segments * st->block),
                             st->one_buffer ? "transfer buffer" : "blocks");
         c->nvars = (int)st->segments;
+        if (on(c->opt, "random") && !(st->order = malloc(sizeof(int64_t) * (size_t)(st->block / st->transfer))))
+            return iob_fail(c, "ior: cannot allocate the random transfer order");
         if (c->rank == 0 && c->opt->do_write &&
             (strcmp(c->opt->backend, "mpiio") == 0 || strcmp(c->opt->backend, "hdf5") == 0))
             probe_like_ior(c);
     }
     int64_t P = c->nranks, r = c->io_rank, n = st->block / 8;
+    if (st->order)
+        shuffle_order(st, r);
     for (int64_t s = 0; s < st->segments; s++) {
         iob_var *v = &c->vars[s];
         memset(v, 0, sizeof *v);
@@ -264,6 +308,7 @@ static int ior_setup(iob_ctx *c)
         v->file_offset = s * P * st->block;
         v->xfer = st->transfer;
         v->xfer_fill = st->one_buffer ? ior_fill_xfer : NULL;
+        v->order = st->order;
     }
     return IOB_OK;
 }
@@ -338,8 +383,10 @@ static int ior_verify(iob_ctx *c)
 static void ior_teardown(iob_ctx *c)
 {
     ior_state *st = c->pattern_state;
-    if (st)
+    if (st) {
         free(st->data);
+        free(st->order);
+    }
     iob_pattern_release(c);
 }
 
@@ -351,6 +398,7 @@ static void ior_describe(const iob_ctx *c, iob_json *j)
     jw_int(j, "transfer_size", st->transfer);
     jw_int(j, "segments", st->segments);
     jw_int(j, "transfers_per_rank", st->segments * (st->block / st->transfer));
+    jw_str(j, "transfer_order", st->order ? "random (per block, seeded by its rank)" : "sequential");
     jw_str(j, "file_layout", fpp ? "file per process: offset = seg*block + k*transfer"
                                  : "shared, segment-major: offset = seg*ranks*block + rank*block + k*transfer");
     jw_int(j, "file_size", fpp ? st->segments * st->block : st->segments * c->nranks * st->block);
@@ -366,4 +414,5 @@ const iob_pattern iob_pattern_ior = {
     .verify = ior_verify,
     .teardown = ior_teardown,
     .describe = ior_describe,
+    .help = "--size block MiB (32); block=<--size>m (IOR -b), transfer=1m or block if smaller (-t), segments=1 (-s), random=0 (1: -z, transfers of each block in random order; posix, mpiio, hdf5)",
 };

@@ -215,10 +215,33 @@ static void mdd_close_all(mdd_state *s)
         H5Fclose(s->file), s->file = 0;
 }
 
-/* One step of a phase, barrier to barrier; the slowest rank's seconds; all ranks agree on failure. */
-#define STEP(dst, expr) do { MPI_Barrier(c->comm); double t_ = MPI_Wtime(); int rc_ = (expr); \
-        MPI_Barrier(c->comm); dst = iob_run_max(c, MPI_Wtime() - t_); \
-        if (iob_run_agree(c, rc_)) goto fail; } while (0)
+/* A phase is one span per rank, as the driver's (IOR's): barrier, then its steps back to back on each
+ * rank; a rank whose step failed skips the rest; the outcome is agreed after the span. Per-step seconds
+ * are each rank's own, reported as maxima; total = max over ranks of the span. barriers=1 (IOR -g):
+ * each step barrier to barrier with an agreement after it, total = the sum of the step maxima. */
+#define STEP(dst, expr) do { double t_ = MPI_Wtime(); int rc_ = rc == IOB_OK ? (expr) : IOB_OK; \
+        if (c->barriers) MPI_Barrier(c->comm); \
+        dst = MPI_Wtime() - t_; rc = rc != IOB_OK ? rc : rc_; \
+        if (c->barriers && iob_run_agree(c, rc)) goto fail; } while (0)
+
+/* Maxima over ranks of the n step times and of the span (steps[n]); 0 when every rank agreed OK. */
+static int mdd_span_end(iob_ctx *c, int rc, double t0, double *steps, int n, double *total)
+{
+    if (c->barriers) {
+        *total = 0;
+        for (int i = 0; i < n; i++)
+            *total += steps[i] = iob_run_max(c, steps[i]);
+        return IOB_OK;
+    }
+    double end = MPI_Wtime() - t0, m[8];
+    if (iob_run_agree(c, rc))
+        return IOB_FAIL;
+    steps[n] = end;
+    MPI_Allreduce(steps, m, n + 1, MPI_DOUBLE, MPI_MAX, c->comm);
+    memcpy(steps, m, sizeof(double) * (size_t)n);
+    *total = m[n];
+    return IOB_OK;
+}
 
 static int mdd_open(iob_ctx *c, mdd_state *s, int creating)
 {
@@ -253,38 +276,46 @@ static int mdd_run(iob_ctx *c, iob_json *x, iob_run_phase out[2])
 {
     mdd_state *s = c->pattern_state;
     int64_t nd = s->nblocks * s->nvars, bytes = nd * s->n * 8 * c->nranks;
-    int owner = c->nodes > 1 ? (c->rank + c->nranks / c->nodes) % c->nranks : c->rank;
-    double w_open = 0, w_def = 0, w_write = 0, w_sync = 0, w_close = 0;
-    double r_open = 0, r_look = 0, r_read = 0, r_close = 0;
+    int owner = (c->rank + c->read_shift) % c->nranks; /* placement.c: another node's block */
+    double w[6] = {0}, r[5] = {0}, w_total = 0, r_total = 0, t0; /* open define write flush close */
+    int rc = IOB_OK;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     snprintf(c->sync_method, sizeof c->sync_method, "H5Fflush");
 
     for (int64_t d = 0; d < nd; d++)
         for (int64_t i = 0; i < s->n; i++)
             s->buf[d * s->n + i] = mdd_value(c, s, d, c->rank * s->n + i);
-    STEP(w_open, mdd_open(c, s, 1));
-    mdd_readback(c, s);
-    STEP(w_def, mdd_define(c, s, 1));
-    STEP(w_write, mdd_access(c, s, 1, c->rank));
-    STEP(w_sync, mdd_flush(c, s));
-    STEP(w_close, mdd_close(c, s));
-    out[0] = (iob_run_phase){.done = 1, .bytes = bytes, .open_s = w_open, .access_s = w_write, .sync_s = w_sync,
-                             .close_s = w_close, .total_s = w_open + w_def + w_write + w_sync + w_close};
+    MPI_Barrier(c->comm);
+    t0 = MPI_Wtime();
+    STEP(w[0], mdd_open(c, s, 1));
+    if (rc == IOB_OK)
+        mdd_readback(c, s);
+    STEP(w[1], mdd_define(c, s, 1));
+    STEP(w[2], mdd_access(c, s, 1, c->rank));
+    STEP(w[3], mdd_flush(c, s));
+    STEP(w[4], mdd_close(c, s));
+    if (mdd_span_end(c, rc, t0, w, 5, &w_total))
+        goto fail;
+    out[0] = (iob_run_phase){.done = 1, .bytes = bytes, .open_s = w[0], .access_s = w[2], .sync_s = w[3],
+                             .close_s = w[4], .total_s = w_total};
     if (c->opt->do_read) {
         iob_run_drop_file(c->path);
         MPI_Barrier(c->comm);
         int64_t pages = 0, res = iob_run_resident_pages(c->path, &pages);
         out[1].resident = iob_run_max(c, pages ? (double)res / (double)pages : 0.0);
         snprintf(out[1].cache_defeat, sizeof out[1].cache_defeat, "%s",
-                 owner != c->rank ? "rank_shift" : "posix_fadvise_dontneed");
+                 owner != c->rank ? "rank_shift+posix_fadvise_dontneed" : "posix_fadvise_dontneed");
         memset(s->buf, 0xff, (size_t)(nd * s->n) * sizeof(double));
-        STEP(r_open, mdd_open(c, s, 0));
-        STEP(r_look, mdd_define(c, s, 0));
-        STEP(r_read, mdd_access(c, s, 0, owner));
-        STEP(r_close, mdd_close(c, s));
-        out[1].done = 1, out[1].bytes = bytes, out[1].open_s = r_open, out[1].access_s = r_read;
-        out[1].close_s = r_close, out[1].total_s = r_open + r_look + r_read + r_close;
-        int rc = IOB_OK;
+        MPI_Barrier(c->comm);
+        t0 = MPI_Wtime();
+        STEP(r[0], mdd_open(c, s, 0));
+        STEP(r[1], mdd_define(c, s, 0));
+        STEP(r[2], mdd_access(c, s, 0, owner));
+        STEP(r[3], mdd_close(c, s));
+        if (mdd_span_end(c, rc, t0, r, 4, &r_total))
+            goto fail;
+        out[1].done = 1, out[1].bytes = bytes, out[1].open_s = r[0], out[1].access_s = r[2];
+        out[1].close_s = r[3], out[1].total_s = r_total;
         for (int64_t d = 0; c->opt->verify && d < nd && rc == IOB_OK; d++)
             for (int64_t i = 0; i < s->n; i++) {
                 double want = mdd_value(c, s, d, owner * s->n + i), got = s->buf[d * s->n + i];
@@ -309,13 +340,13 @@ static int mdd_run(iob_ctx *c, iob_json *x, iob_run_phase out[2])
     jw_bool(x, "all_coll_metadata_ops", s->got_ops);
     jw_bool(x, "coll_metadata_write", s->got_write);
     jw_begin_obj(x, "write");
-    jw_num(x, "open_s", w_open), jw_num(x, "define_s", w_def), jw_num(x, "write_s", w_write);
-    jw_num(x, "flush_s", w_sync), jw_num(x, "close_s", w_close);
+    jw_num(x, "open_s", w[0]), jw_num(x, "define_s", w[1]), jw_num(x, "write_s", w[2]);
+    jw_num(x, "flush_s", w[3]), jw_num(x, "close_s", w[4]);
     jw_end_obj(x);
     if (out[1].done) {
         jw_begin_obj(x, "read");
-        jw_num(x, "open_s", r_open), jw_num(x, "lookup_s", r_look), jw_num(x, "read_s", r_read);
-        jw_num(x, "close_s", r_close);
+        jw_num(x, "open_s", r[0]), jw_num(x, "lookup_s", r[1]), jw_num(x, "read_s", r[2]);
+        jw_num(x, "close_s", r[3]);
         jw_end_obj(x);
     }
     jw_end_obj(x);
@@ -358,4 +389,5 @@ const iob_pattern iob_pattern_mddatasets = {
     .teardown = mdd_teardown,
     .describe = mdd_describe,
     .run = mdd_run,
+    .help = "hdf5; --size doubles per rank per dataset (32); nvars=20, nblocks=50, coll_metadata=0, alignment (HDF5 default), meta_block_size (HDF5 default)",
 };

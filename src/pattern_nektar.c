@@ -299,4 +299,5 @@ const iob_pattern iob_pattern_nektar = {
     .verify = nektar_verify,
     .teardown = nektar_teardown,
     .describe = nektar_describe,
+    .help = "--size total elements (overrides case); case=small (100000 elements; large: 160000), seed=1, write_ranks=<ranks> (read-only runs of shared files)",
 };

@@ -69,24 +69,7 @@ void iob_run_drop_file(const char *path)
 int64_t iob_run_resident_pages(const char *path, int64_t *pages)
 {
     int64_t res = 0;
-    int fd = open(path, O_RDONLY);
-    struct stat st;
-    if (fd < 0)
-        return 0;
-    if (fstat(fd, &st) == 0 && st.st_size > 0) {
-        size_t pg = (size_t)sysconf(_SC_PAGESIZE), np = ((size_t)st.st_size + pg - 1) / pg;
-        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-        unsigned char *vec = malloc(np);
-        if (m != MAP_FAILED && vec && mincore(m, (size_t)st.st_size, vec) == 0) {
-            for (size_t i = 0; i < np; i++)
-                res += vec[i] & 1;
-            *pages += (int64_t)np;
-        }
-        free(vec);
-        if (m != MAP_FAILED)
-            munmap(m, (size_t)st.st_size);
-    }
-    close(fd);
+    iob_probe_file(path, pages, &res);
     return res;
 }
 

@@ -122,6 +122,21 @@ void iob_result_json(const iob_ctx *c, const iob_result *res, iob_json *j)
     jw_kvlist(j, "library_versions", &res->versions);
     jw_str(j, "sync_method", c->sync_method);
     jw_str(j, "cache_defeat", res->cache_defeat);
+    jw_bool(j, "cache_defeated", res->cache_defeated);
+    jw_begin_obj(j, "read_placement");
+    jw_int(j, "shift", res->read_shift);
+    jw_int(j, "ranks_reading_another_node", res->read_cross);
+    if (c->nranks <= IOB_PLACEMENT_MAX) {
+        jw_begin_arr(j, "node_of_rank");
+        for (int r = 0; res->node_index && r < c->nranks; r++)
+            jw_int(j, NULL, res->node_index[r]);
+        jw_end_arr(j);
+        jw_begin_arr(j, "block_read_by_rank");
+        for (int r = 0; res->blocks_read && r < c->nranks; r++)
+            jw_int(j, NULL, res->blocks_read[r]);
+        jw_end_arr(j);
+    }
+    jw_end_obj(j);
     jw_bool(j, "verify", o->verify);
     jw_begin_arr(j, "repetitions");
     for (int i = 0; i < res->nreps; i++) {

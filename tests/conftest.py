@@ -58,7 +58,8 @@ def iobench(tmp_path_factory) -> str:
 def iobench_backends(iobench) -> dict:
     """Compiled-in backends and their modes, from `iobench --list`."""
     out = subprocess.run([iobench, "--list"], capture_output=True, text=True, check=True).stdout
-    return {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
+    lines = out.split("\n\n", 1)[0].splitlines()   # backend lines come first, up to an empty line
+    return {line.split()[0]: line.split()[1:] for line in lines if line.strip()}
 
 
 def mpirun_cmd(np: int) -> list:

@@ -130,3 +130,16 @@ def test_result_helpers(tmp_path):
     assert 'no result document' in results.problems(None, **kw)[0]
     failed = _doc(tmp_path, status='failed', error='MPI_File_open: No space left on device')
     assert any('No space left' in p for p in results.problems(failed, **kw))
+
+
+def test_cache_not_defeated_is_no_read_bandwidth(tmp_path):
+    """A +gpfs run in which some rank read its own node's data (iobench cache_defeated false): the
+    perflog gets read_cache_defeated=0 and no read_bw, and the provenance says why."""
+    doc = _doc(tmp_path, cache_defeated=False,
+               cache_defeat="cache not defeated (1 of 2 ranks read their own node's data)")
+    values = results.perf_values(doc)
+    assert values['read_cache_defeated'] == (0, 'bool')
+    assert 'read_bw' not in values and 'read_access_bw' not in values and 'write_bw' in values
+    prov = json.loads(results.compact_json(results.provenance(doc)))
+    assert prov['cache_defeated'] is False and prov['cache_defeat'].startswith('cache not defeated')
+    assert 'read_cache_defeated' not in results.perf_values(_doc(tmp_path, cache_defeated=True))

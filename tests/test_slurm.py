@@ -166,17 +166,24 @@ def test_time_limit_is_honoured(slurm, tmp_path):
 def test_stop_leaves_no_daemons_and_start_is_idempotent(slurm):
     """stop.sh ends every daemon; start.sh brings the node back to idle; a second start is a no-op."""
     names = ('munged', 'mariadbd', 'slurmdbd', 'slurmctld', 'slurmd', 'slurmstepd')
+    # the namespaced nodes of `start.sh --nodes N`, if running: removed by stop.sh, made again after
+    nodes_file = pathlib.Path('/run/slurm/ioregress-nodes')
+    again_args = ['--nodes', nodes_file.read_text().strip()] if nodes_file.exists() else []
     try:
         res = run(['bash', str(STOP)], timeout=120)
         assert res.returncode == 0, res.stdout + res.stderr
         left = {n: run(['pgrep', '-x', n]).stdout.split() for n in names}
         assert not any(left.values()), left
+        netns = run(['ip', 'netns', 'list']).stdout
+        assert not re.search(r'^iorn\d', netns, re.M), netns
+        assert run(['ip', 'link', 'show', 'iorbr0']).returncode != 0, 'bridge left behind'
+        assert not nodes_file.exists()
     finally:
-        res = run(['bash', str(START)], timeout=600)
+        res = run(['bash', str(START), *again_args], timeout=600)
     assert res.returncode == 0, res.stderr
     assert run(['sinfo', '-h', '-n', 'localhost', '-o', '%T']).stdout.strip() == 'idle'
     t0 = time.time()
-    again = run(['bash', str(START)], timeout=120)
+    again = run(['bash', str(START), *again_args], timeout=120)
     assert again.returncode == 0 and 'already running' in again.stdout, again.stdout + again.stderr
     assert time.time() - t0 < 10
 

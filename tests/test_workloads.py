@@ -265,7 +265,10 @@ def test_mddatasets_collective_metadata_read_back(coll, need, run_iobench, tmp_p
     assert md["all_coll_metadata_ops"] is on and md["coll_metadata_write"] is on  # from H5Fget_access_plist
     assert set(md["write"]) == {"open_s", "define_s", "write_s", "flush_s", "close_s"}
     assert set(md["read"]) == {"open_s", "lookup_s", "read_s", "close_s"}
-    assert rep["write"]["total_s"] == pytest.approx(sum(md["write"].values()))
+    # one span per rank (IOR's timing): at least the slowest step, at most the sum of the step maxima
+    for phase in ("write", "read"):
+        total = rep[phase]["total_s"]
+        assert max(md[phase].values()) <= total <= sum(md[phase].values()) * 1.001 + 1e-6, (phase, rep, md)
     assert doc["bytes_total"] == 200 * 16 * 8 * NP and rep["read"]["verified"] is True
     assert leftovers(tmp_path) == []
 

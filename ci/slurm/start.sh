@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Start a one-node Slurm on this machine (loopback only) with real accounting, for CI and tests.
+# Start a Slurm on this machine with real accounting, for CI and tests: one node on loopback, and with
+# --nodes N also N "nodes" each in its own network and UTS namespace (own hostname, own address on a bridge
+# this script makes), so that jobs really span nodes and MPI ranks on different nodes talk over TCP.
 #
-#   ci/slurm/start.sh        # installs what is missing (apt), writes configs, starts daemons, waits for idle
-#   ci/slurm/stop.sh         # stops every daemon this stack uses
+#   ci/slurm/start.sh            # node localhost (127.0.0.1), partition batch
+#   ci/slurm/start.sh --nodes 4  # the same plus nodes iorn1..iorn4 (10.219.19.11..14), partition cluster
+#   ci/slurm/stop.sh             # stops every daemon, removes every namespace, veth and bridge this stack made
+#
+# Namespaced nodes share this machine's kernel, file systems and page cache: a read "from another node" is
+# not a cold read here (iobench drops the page cache as well, docs/CONTRACT.md §2). Traffic between them stays
+# on the bridge $BRIDGE ($SUBNET.0/24, common.sh): only addresses this script made. The controller listens on
+# $SUBNET.1 then (slurmd in a namespace cannot reach the host's loopback).
 #
 # Stack: munged -> mariadb -> slurmdbd -> slurmctld -> slurmd (node `localhost`, NodeAddr 127.0.0.1, so the
 # machine's hostname does not matter for the node). Accounting is real (slurmdbd + MariaDB) because ReFrame's
@@ -12,12 +20,26 @@
 # Exit status: 0 ready; 1 a step failed or the node is not idle in time (message names it); 2 bad setting.
 # Environment: IOREGRESS_SLURM_TIMEOUT (s, default 60) to wait for the node to become idle;
 #              IOREGRESS_SLURM_FORCE=1 to replace an /etc/slurm/slurm.conf this script did not write;
-#              IOREGRESS_SLURM_MAXTIME (minutes, default 240: nightly checks ask for 2 h) partition MaxTime.
+#              IOREGRESS_SLURM_MAXTIME (minutes, default 240: nightly checks ask for 2 h) partition MaxTime;
+#              IOREGRESS_SLURM_NODE_CPUS (default 4) CPUs each namespaced node declares (they share this
+#              machine's cores: tests place uneven layouts such as 4+3 on them, not bandwidth).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=ci/slurm/common.sh
 source "$HERE/common.sh"
+
+NNODES=0
+while (($#)); do
+    case "$1" in
+        --nodes) NNODES="${2-}"; shift $(($# > 1 ? 2 : 1)) ;;
+        --nodes=*) NNODES="${1#--nodes=}"; shift ;;
+        *) bad "unknown argument '$1' (usage: start.sh [--nodes N])" ;;
+    esac
+done
+[[ "$NNODES" =~ ^([0-9]|1[0-6])$ ]] || bad "--nodes must be 0..16, got '$NNODES'"
+NODE_CPUS="${IOREGRESS_SLURM_NODE_CPUS:-4}"
+[[ "$NODE_CPUS" =~ ^[1-9][0-9]*$ ]] || bad "IOREGRESS_SLURM_NODE_CPUS must be a positive integer, got '$NODE_CPUS'"
 
 TIMEOUT="${IOREGRESS_SLURM_TIMEOUT:-60}"
 MAXTIME="${IOREGRESS_SLURM_MAXTIME:-240}"
@@ -35,8 +57,10 @@ command -v mariadbd  >/dev/null || need+=(mariadb-server)
 if ((${#need[@]})); then
     log "installing: ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    # one apt at a time on a shared machine (flock), if flock exists
+    lock=(); command -v flock >/dev/null && lock=(flock /tmp/ioregress-apt.lock)
+    "${lock[@]}" apt-get update -qq
+    "${lock[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 # --- 2. munge ---------------------------------------------------------------------------------------------
@@ -77,13 +101,61 @@ read -r CPUS MEM < <(slurmd -C | awk '/^NodeName/ {for (i=1;i<=NF;i++) {split($i
 [[ -n "$CPUS" && -n "$MEM" ]] || die "could not read CPUs/RealMemory from 'slurmd -C'"
 # Leave some memory to the OS so the node never drains on a memory mismatch.
 MEM=$((MEM * 9 / 10))
-sed -e "s/@CLUSTER@/$CLUSTER/g" -e "s/@CTLHOST@/$(hostname -s)/g" -e "s/@CPUS@/$CPUS/g" \
-    -e "s/@MEM@/$MEM/g" -e "s/@MAXTIME@/$MAXTIME/g" -e "s/@NODE@/$NODE/g" -e "s/@PARTITION@/$PARTITION/g" \
-    "$HERE/slurm.conf.in" > /etc/slurm/slurm.conf.tmp
+CTLADDR=127.0.0.1 PERNODE=""
+((NNODES == 0)) || CTLADDR="$SUBNET.1" PERNODE="-%n"
+nsnodes="" nspart=""
+if ((NNODES)); then
+    # they share this machine's cores: declare NODE_CPUS each and let slurmd accept that
+    nsnodes="SlurmdParameters=config_overrides"
+    # PMIx's per-step directory is <TmpFS>/spmix_appdir_<uid>_<job>.<step>, the same name on every node:
+    # each node mounts its own directory here (below), as real nodes have their own /tmp.
+    nsnodes+=$'\n'"TmpFS=$NODE_TMP"
+    for i in $(seq 1 "$NNODES"); do
+        nsnodes+=$'\n'"NodeName=$NS_PREFIX$i NodeAddr=$SUBNET.$((10 + i)) CPUs=$NODE_CPUS RealMemory=$MEM State=UNKNOWN"
+    done
+    nspart="PartitionName=$CL_PARTITION Nodes=$NS_PREFIX[1-$NNODES] MaxTime=$MAXTIME DefaultTime=10 State=UP"
+fi
+{
+    sed -e "s/@CLUSTER@/$CLUSTER/g" -e "s/@CTLHOST@/$(hostname -s)/g" -e "s/@CPUS@/$CPUS/g" \
+        -e "s/@MEM@/$MEM/g" -e "s/@MAXTIME@/$MAXTIME/g" -e "s/@NODE@/$NODE/g" -e "s/@PARTITION@/$PARTITION/g" \
+        -e "s/@CTLADDR@/$CTLADDR/g" -e "s/@PERNODE@/$PERNODE/g" "$HERE/slurm.conf.in" |
+        NSNODES="$nsnodes" NSPART="$nspart" awk '$0 == "@NSNODES@" {if (ENVIRON["NSNODES"] != "") print ENVIRON["NSNODES"]; next}
+            $0 == "@NSPARTITION@" {if (ENVIRON["NSPART"] != "") print ENVIRON["NSPART"]; next} {print}'
+} > /etc/slurm/slurm.conf.tmp
+ALL_NODES=("$NODE")
+for i in $(seq 1 "$NNODES"); do ALL_NODES+=("$NS_PREFIX$i"); done
+pidfile_of() { if ((NNODES)); then echo "/run/slurm/slurmd-$1.pid"; else echo /run/slurm/slurmd.pid; fi; }
+all_slurmd_running() {
+    local n
+    for n in "${ALL_NODES[@]}"; do running slurmd "$(pidfile_of "$n")" || return 1; done
+}
+
+# make_nodes: bridge $BRIDGE ($SUBNET.1/24), and per node a network namespace with a veth on the bridge, its
+# address, loopback, and /etc/netns/<node>/hosts (its slurmd sees it as /etc/hosts) naming every node.
+make_nodes() {
+    install -d -m 1777 "$NODE_TMP"
+    ip link add "$BRIDGE" type bridge
+    ip addr add "$SUBNET.1/24" dev "$BRIDGE"
+    ip link set "$BRIDGE" up
+    local hosts="127.0.0.1 localhost"$'\n'"$SUBNET.1 $(hostname -s)"$'\n' i ns
+    for i in $(seq 1 "$NNODES"); do hosts+="$SUBNET.$((10 + i)) $NS_PREFIX$i"$'\n'; done
+    for i in $(seq 1 "$NNODES"); do
+        ns="$NS_PREFIX$i"
+        ip netns add "$ns"
+        ip link add "$VETH_PREFIX$i" type veth peer name eth0 netns "$ns"
+        ip link set "$VETH_PREFIX$i" master "$BRIDGE" up
+        ip -n "$ns" addr add "$SUBNET.$((10 + i))/24" dev eth0
+        ip -n "$ns" link set eth0 up
+        ip -n "$ns" link set lo up
+        install -d "/etc/netns/$ns" "/var/spool/slurmd-$ns/tmp"
+        printf '%s' "$hosts" > "/etc/netns/$ns/hosts"
+    done
+    echo "$NNODES" > "$NODES_FILE"
+}
 
 # Already up with this very config: leave running jobs alone (tests call start.sh as a fixture).
 if cmp -s /etc/slurm/slurm.conf.tmp /etc/slurm/slurm.conf && running slurmdbd /run/slurm/slurmdbd.pid \
-        && running slurmctld /run/slurm/slurmctld.pid && running slurmd /run/slurm/slurmd.pid \
+        && running slurmctld /run/slurm/slurmctld.pid && all_slurmd_running \
         && scontrol ping >/dev/null 2>&1; then
     rm -f /etc/slurm/slurm.conf.tmp
     fresh=0
@@ -103,9 +175,12 @@ SQL
     mv /etc/slurm/slurmdbd.conf.tmp /etc/slurm/slurmdbd.conf
 
     # --- 5. slurmdbd -> slurmctld -> slurmd (restarted so new configs and password take effect) ---------
-    stop_daemon slurmd    /run/slurm/slurmd.pid
+    for f in $(slurmd_pidfiles); do stop_daemon slurmd "$f"; done
+    remove_nodes
     stop_daemon slurmctld /run/slurm/slurmctld.pid
     stop_daemon slurmdbd  /run/slurm/slurmdbd.pid
+    # the bridge first: slurmctld listens on and talks to its addresses (none may be routed elsewhere)
+    ((NNODES == 0)) || make_nodes
     log "starting slurmdbd"
     slurmdbd
     wait_for 30 "slurmdbd answers" sacctmgr -n -i show cluster
@@ -116,6 +191,17 @@ SQL
     wait_for 30 "slurmctld answers" scontrol ping
     log "starting slurmd (node $NODE)"
     slurmd -N "$NODE"
+    if ((NNODES)); then
+        for i in $(seq 1 "$NNODES"); do
+            log "starting slurmd (node $NS_PREFIX$i, $SUBNET.$((10 + i)), own network and UTS namespace)"
+            # nsenter, not `ip netns exec`: that remounts /sys, hiding the cgroup mounts slurmd wants. Own
+            # UTS (hostname) and mount namespace (its /etc/hosts names every node; nothing leaks out).
+            nsenter --net="/run/netns/$NS_PREFIX$i" unshare --uts --mount --propagation private sh -c \
+                "mount --bind /etc/netns/$NS_PREFIX$i/hosts /etc/hosts && mount --bind /var/spool/slurmd-$NS_PREFIX$i/tmp $NODE_TMP \
+                 && hostname $NS_PREFIX$i && exec slurmd -N $NS_PREFIX$i" \
+                || die "slurmd of node $NS_PREFIX$i did not start; see /var/log/slurm/slurmd-$NS_PREFIX$i.log"
+        done
+    fi
 fi
 
 # --- 6. clean state after a (re)start: no leftover jobs, node back in service, wait for idle --------------
@@ -127,14 +213,17 @@ if [[ -n "$left" ]]; then
     scancel $left || true
 fi
 deadline=$((SECONDS + TIMEOUT))
-while :; do
-    state="$(sinfo -h -n "$NODE" -o %T 2>/dev/null || true)"
-    case "$state" in
-        idle) break ;;
-        alloc*|mix*|comp*) ((fresh)) || break ;;
-        down*|drain*|fail*) scontrol update nodename="$NODE" state=resume 2>/dev/null || true ;;
-    esac
-    ((SECONDS < deadline)) || die "node '$NODE' not idle after ${TIMEOUT}s (state '${state:-none}'); see /var/log/slurm/"
-    sleep 1
+for node in "${ALL_NODES[@]}"; do
+    while :; do
+        state="$(sinfo -h -n "$node" -o %T 2>/dev/null || true)"
+        case "$state" in
+            idle) break ;;
+            alloc*|mix*|comp*) ((fresh)) || break ;;
+            down*|drain*|fail*) scontrol update nodename="$node" state=resume 2>/dev/null || true ;;
+        esac
+        ((SECONDS < deadline)) || die "node '$node' not idle after ${TIMEOUT}s (state '${state:-none}'); see /var/log/slurm/"
+        sleep 1
+    done
 done
 log "ready: cluster $CLUSTER, partition $PARTITION, node $NODE ($CPUS CPUs, ${MEM} MB), MaxTime ${MAXTIME} min"
+((NNODES == 0)) || log "ready: partition $CL_PARTITION, nodes $NS_PREFIX[1-$NNODES] ($NODE_CPUS CPUs each) on bridge $BRIDGE ($SUBNET.0/24)"

@@ -138,6 +138,17 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
         self._iob_refs = (path, data)
         self.reference = {'$ref': os.path.abspath(path)}
 
+    @run_after('setup')
+    def set_placement(self):
+        # Placement from the configuration, not the site's defaults: a partition that states its
+        # cores per node (ReFrame's `processor: {num_cpus: N}`) gets min(ranks, N) tasks per node on
+        # whole nodes (nobody else's I/O in the figures); a partition that states none (a laptop,
+        # the one-node Slurm) is left as it is. docs/site.md.
+        cores = self.current_partition.processor.num_cpus
+        if cores:
+            self.num_tasks_per_node = min(self.num_tasks, cores)
+            self.exclusive_access = True
+
     # ---- run ---------------------------------------------------------------------------------
     def _run_dir(self):
         scratch = self.current_partition.extras.get('scratch')
@@ -156,7 +167,10 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
             opts.append('--keep')
         for key, val in sorted(self.hints.items()):
             opts += ['--hint', f'{key}={val}']
-        for key, val in sorted(self.params.items()):
+        params = dict(self.params)
+        if 'gpfs' in self.current_partition.features:   # docs/site.md: a cache posix_fadvise cannot drop
+            params.setdefault('pagepool', '1')
+        for key, val in sorted(params.items()):
             opts += ['--param', f'{key}={val}']
         prerun = [f'mkdir -p {shlex.quote(self.iob_run_dir)}']
         for ext in EXTENSIONS:

@@ -59,7 +59,8 @@ def compact_json(obj):
 def provenance(doc):
     """The provenance members taken from the result document."""
     keys = ('command', 'library_versions', 'hints_in_effect', 'hints_requested', 'params',
-            'sync_method', 'cache_defeat', 'fs_type', 'hosts', 'nodes', 'started')
+            'sync_method', 'cache_defeat', 'cache_defeated', 'read_placement', 'fs_type', 'hosts', 'nodes',
+            'started')
     return {k: doc.get(k) for k in keys if k in doc}
 
 
@@ -113,8 +114,12 @@ def perf_values(doc):
         rows = [r[phase] for r in reps if r.get(phase)]
         if not rows:
             continue
-        out[f'{phase}_bw'] = (_median([r['bw_MiBps'] for r in rows]), 'MiB/s')
-        out[f'{phase}_access_bw'] = (_median([r['access_bw_MiBps'] for r in rows]), 'MiB/s')
+        if phase == 'read' and doc.get('cache_defeated') is False:
+            # a pagepool-like cache served (part of) the read: not disk bandwidth, not history
+            out['read_cache_defeated'] = (0, 'bool')
+        else:
+            out[f'{phase}_bw'] = (_median([r['bw_MiBps'] for r in rows]), 'MiB/s')
+            out[f'{phase}_access_bw'] = (_median([r['access_bw_MiBps'] for r in rows]), 'MiB/s')
         out[f'{phase}_open_s'] = (_median([r['open_s'] for r in rows]), 's')
         out[f'{phase}_close_s'] = (_median([r['close_s'] for r in rows]), 's')
     # Worst page-cache residency before a timed read (0 = the drop worked): logged, so a read

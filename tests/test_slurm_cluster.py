@@ -1,0 +1,208 @@
+"""The multi-node Slurm of `ci/slurm/start.sh --nodes 4` and the `local-cluster` system: iobench and
+ReFrame jobs that really span nodes (each node a slurmd in its own network and UTS namespace, ranks on
+different nodes talking TCP over the bridge start.sh made).
+
+Checked on uneven and cyclic layouts: every block is read exactly once, from another node whenever the
+layout allows it for a constant shift (IOR -C), verified against the data written; the JSON says which
+block each rank read and on which node each rank ran. Needs root; if the cluster cannot be started the
+tests skip with the reason (on this machine and in CI, .ci/run starts it).
+"""
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+START = REPO / 'ci' / 'slurm' / 'start.sh'
+STOP = REPO / 'ci' / 'slurm' / 'stop.sh'
+SETTINGS = REPO / 'configs' / 'settings.py'
+NODES = 4
+MPI_ENV = {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
+           'OMPI_MCA_btl': 'self,vader,tcp', 'OMPI_MCA_btl_tcp_if_include': '10.219.19.0/24',
+           'OMPI_MCA_btl_tcp_disable_family': '6', 'SLURM_MPI_TYPE': 'pmix'}
+
+
+def run(cmd, timeout=120, **kw):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def cluster_nodes():
+    if not shutil.which('sinfo'):
+        return []
+    out = run(['sinfo', '-h', '-p', 'cluster', '-N', '-o', '%N %T'], timeout=20).stdout.split('\n')
+    return [ln.split()[0] for ln in out if ln.strip() and ln.split()[1] == 'idle']
+
+
+@pytest.fixture(scope='module')
+def cluster():
+    if os.geteuid() != 0:
+        pytest.skip('the namespaced cluster needs root (network namespaces, Slurm daemons)')
+    conf = pathlib.Path('/etc/slurm/slurm.conf')
+    if conf.exists() and 'ci/slurm/start.sh' not in conf.read_text().split('\n', 1)[0]:
+        pytest.skip(f'{conf} was not written by ci/slurm/start.sh: not touching a real Slurm')
+    up_before = shutil.which('scontrol') and run(['scontrol', 'ping'], timeout=20).returncode == 0
+    if len(cluster_nodes()) < NODES:
+        # a superset of the one-node cluster (partition batch keeps working): left running if Slurm was
+        # running before, stopped at the end if this fixture started Slurm itself
+        res = run(['bash', START, '--nodes', NODES], timeout=600)
+        if res.returncode != 0:
+            last = (res.stderr.strip().splitlines() or ['(no message)'])[-1]
+            pytest.skip(f'the {NODES}-node cluster could not be started: {last}')
+    yield cluster_nodes()
+    if not up_before:
+        res = run(['bash', STOP], timeout=120)
+        assert res.returncode == 0, res.stdout + res.stderr
+
+
+def srun(args, timeout=120):
+    """srun in partition cluster from this host, with the MPI settings of the local-cluster system."""
+    # -K: a rank that dies ends the step at once (else the others wait in MPI until the timeout)
+    return run(['srun', '-K', '-p', 'cluster', *args], timeout=timeout, env=dict(os.environ, **MPI_ENV))
+
+
+# ---- the cluster itself --------------------------------------------------------------------------------
+def test_four_nodes_four_hostnames_own_addresses(cluster):
+    assert cluster == [f'iorn{i}' for i in range(1, NODES + 1)], cluster
+    res = srun(['-N', NODES, '-l', 'sh', '-c', 'echo $(hostname) $(hostname -I)'])
+    assert res.returncode == 0, res.stderr
+    rows = sorted(line.split(': ', 1)[1].split() for line in res.stdout.splitlines())
+    assert rows == [[f'iorn{i}', f'10.219.19.{10 + i}'] for i in range(1, NODES + 1)], res.stdout
+
+
+def test_mpi_ranks_on_different_nodes_talk_over_tcp(cluster):
+    # btl self,tcp only: a message between ranks can go nowhere but over TCP on the bridge
+    prog = ('from mpi4py import MPI; import socket; c = MPI.COMM_WORLD; '
+            'n = c.Split_type(MPI.COMM_TYPE_SHARED); h = c.allgather(socket.gethostname()); '
+            'x = c.allreduce(c.rank + 1); s = c.allgather(n.size); c.rank or print(h, s, x, flush=True)')
+    env = dict(os.environ, **dict(MPI_ENV, OMPI_MCA_btl='self,tcp'))
+    res = run(['srun', '-K', '-p', 'cluster', '-N', 3, '-n', 7, 'python3', '-c', prog], timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == (f"{['iorn1'] * 4 + ['iorn2'] * 2 + ['iorn3']} "
+                                  f"{[4] * 4 + [2] * 2 + [1]} 28"), res.stdout
+
+
+# ---- reads from another node, for any layout ------------------------------------------------------------
+def best_constant_shift(nodes):
+    """(ranks reading another node's block) for the best constant shift, by brute force."""
+    n = len(nodes)
+    return max(sum(nodes[(r + s) % n] != nodes[r] for r in range(n)) for s in range(n))
+
+
+def check_placement(doc, layout_nodes=None):
+    n = doc['ranks']
+    pl = doc['read_placement']
+    nodes, blocks = pl['node_of_rank'], pl['block_read_by_rank']
+    assert len(nodes) == n and doc['nodes'] == len(set(nodes)) > 1
+    if layout_nodes is not None:
+        assert nodes == layout_nodes, nodes
+    assert sorted(blocks) == list(range(n)), f'not a permutation: {blocks}'      # every block once
+    assert blocks == [(r + pl['shift']) % n for r in range(n)], blocks           # IOR -C: one shift
+    cross = sum(nodes[b] != nodes[r] for r, b in enumerate(blocks))
+    assert cross == pl['ranks_reading_another_node'] == best_constant_shift(nodes), (nodes, blocks)
+    if cross == n:
+        assert doc['cache_defeat'] == 'rank_shift+posix_fadvise_dontneed'
+    else:
+        assert doc['cache_defeat'] == (f'rank_shift+posix_fadvise_dontneed ({n - cross} of {n} ranks '
+                                       f'on their own node)'), doc['cache_defeat']
+    for rep in doc['repetitions']:
+        assert rep['read']['verified'] is True and rep['read']['bytes'] == doc['bytes_total']
+        assert rep['read']['cache_resident_before_read'] <= 0.05   # one kernel: the drop matters here
+    return cross
+
+
+def run_iobench_on(iobench_path, args, layout, tmp_path, timeout=180):
+    res = srun([*layout, iobench_path, '--pattern', 'ior', '--param', 'block=64k', '--param',
+                'transfer=16k', '--param', 'segments=2', '--dir', tmp_path, *args], timeout=timeout)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    return json.loads(res.stdout)
+
+
+LAYOUTS = {  # srun arguments -> node of each rank (Slurm's distribution on 4-CPU nodes)
+    '3x7-block': (['-N', 3, '-n', 7, '-m', 'block'], [0, 0, 0, 0, 1, 1, 2]),
+    '3x7-cyclic': (['-N', 3, '-n', 7, '-m', 'cyclic'], None),
+    '3x10-block': (['-N', 3, '-n', 10, '-m', 'block'], [0, 0, 0, 0, 1, 1, 1, 1, 2, 2]),   # 4+4+2
+    '2x6-cyclic': (['-N', 2, '-n', 6, '--ntasks-per-node', 3, '-m', 'cyclic'], [0, 1, 0, 1, 0, 1]),
+    '4x8-block': (['-N', 4, '-n', 8, '--ntasks-per-node', 2, '-m', 'block'], [0, 0, 1, 1, 2, 2, 3, 3]),
+}
+
+
+@pytest.mark.parametrize('layout', LAYOUTS, ids=list(LAYOUTS))
+def test_every_block_read_once_from_another_node(cluster, iobench, layout, tmp_path):
+    args, nodes = LAYOUTS[layout]
+    doc = run_iobench_on(iobench, ['--backend', 'posix', '--mode', 'fpp'], args, tmp_path)
+    cross = check_placement(doc, nodes)
+    if layout in ('3x10-block', '2x6-cyclic', '4x8-block'):   # layouts a constant shift serves fully
+        assert cross == doc['ranks']
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize('io', ['mpiio:independent', 'mpiio:collective', 'hdf5:collective', 'adios2:bp5',
+                                'sionlib:independent'])
+def test_every_backend_reads_the_same_blocks(cluster, iobench, iobench_backends, io, tmp_path):
+    backend, mode = io.split(':')
+    if backend not in iobench_backends:
+        pytest.skip(f'{backend} not compiled into this iobench')
+    args, nodes = LAYOUTS['3x10-block']
+    doc = run_iobench_on(iobench, ['--backend', backend, '--mode', mode], args, tmp_path)
+    assert check_placement(doc, nodes) == doc['ranks']
+
+
+def test_read_phase_alone_reads_from_another_node(cluster, iobench, tmp_path):
+    args, nodes = LAYOUTS['2x6-cyclic']
+    common = ['--backend', 'mpiio', '--name', 'kept']
+    run_iobench_on(iobench, [*common, '--phase', 'write', '--keep'], args, tmp_path)
+    doc = run_iobench_on(iobench, [*common, '--phase', 'read'], args, tmp_path)
+    assert check_placement(doc, nodes) == doc['ranks']
+
+
+def test_pagepool_reports_cache_not_defeated(cluster, iobench, tmp_path):
+    """On a partition marked +gpfs (--param pagepool=1) a read of a rank's own node's data is not
+    disk bandwidth: 3+... layouts where some rank must stay on its node say so; others do not."""
+    doc = run_iobench_on(iobench, ['--backend', 'posix', '--param', 'pagepool=1'], LAYOUTS['3x7-block'][0], tmp_path)
+    assert doc['cache_defeated'] is False
+    assert doc['cache_defeat'] == "cache not defeated (1 of 7 ranks read their own node's data)"
+    doc = run_iobench_on(iobench, ['--backend', 'posix', '--param', 'pagepool=1'], LAYOUTS['4x8-block'][0], tmp_path)
+    assert doc['cache_defeated'] is True and doc['cache_defeat'] == 'rank_shift+posix_fadvise_dontneed'
+
+
+# ---- ReFrame on local-cluster: placement from the configuration -----------------------------------------
+@pytest.mark.reframe
+def test_benchio_and_scaling_span_nodes_through_reframe(cluster, iobench, tmp_path):
+    """BenchIO at 6 ranks and BenchIOScaling at 6 ranks, posix fpp, on local-cluster: the partition
+    states 4 cores per node, so the jobs ask for at most 4 tasks per node on exclusive nodes: 2 nodes."""
+    report = tmp_path / 'report.json'
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    res = run(['reframe', '-C', SETTINGS, '-c', REPO / 'reframe_checks' / 'benchio.py',
+               '-c', REPO / 'reframe_checks' / 'scaling.py', '--system', 'local-cluster', '-r',
+               '-n', r'^(BenchIO|BenchIOScaling)\b.*posix:fpp', '-P', 'ranks=6', '-P', 'size=16',
+               '--prefix', tmp_path / 'rf', '--report-file', report, '--nocolor'],
+              timeout=900, cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stdout[-4000:]
+    cases = [c for r in json.loads(report.read_text())['runs'] for c in r['testcases']
+             if not c['name'].startswith('IOBenchBuild')]
+    names = {c['name'].split()[0] for c in cases}
+    assert names == {'BenchIO', 'BenchIOScaling'}, names
+    for case in cases:
+        assert case['result'] == 'pass', case.get('fail_reason')
+        stage = pathlib.Path(case['outputdir'])   # job script and result.json are kept there
+        script = (stage / 'rfm_job.sh').read_text()
+        assert re.search(r'#SBATCH --ntasks-per-node=4\b', script), script
+        assert '#SBATCH --exclusive' in script, script
+        doc = json.loads((stage / 'result.json').read_text())
+        assert doc['ranks'] == 6 and doc['nodes'] == 2, doc['hosts']
+        # Slurm spreads 6 tasks at most 4 per node over the two nodes it allocated (3 + 3)
+        assert check_placement(doc) == 6
+
+
+@pytest.mark.parametrize('args, named', [(['--nodes', '99'], "'99'"), (['--nodes'], "''"),
+                                         (['--bogus'], "'--bogus'")])
+def test_start_bad_usage_is_one_line(args, named):
+    res = run(['bash', START, *args], timeout=30)
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0] and lines[0].startswith('slurm: error:'), res.stderr
