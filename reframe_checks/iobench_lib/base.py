@@ -72,6 +72,8 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe):
     params = variable(typ.Dict[str, str], value={})
     #: Names of the check's own parameters passed as --param NAME=VALUE (e.g. HACC's `layout`).
     param_parameters = variable(typ.List[str], value=[])
+    #: Menu stripes at quick sizes too (scaling checks: nightly whatever their size).
+    stripes_at_quick = variable(bool, value=False)
     #: Keep the data files (iobench --keep); sanity then does not demand their deletion.
     keep_data = variable(bool, value=False)
     #: Reference file; None: configs/references/<system>.yaml (absent = record, assert nothing).
@@ -82,6 +84,8 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe):
     iob_reps = variable(str, value='')
     iob_provenance = variable(str, value='')
 
+    #: 'quick' or 'nightly' (from size and quick_max_size), set at init.
+    iob_suite = 'quick'
     #: The parsed result document after the run (None if missing); mixins read it.
     iob_result = None
     _iob_refs = (None, None)
@@ -95,14 +99,30 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe):
         for name in self.param_parameters:
             self.params = {**self.params, name: str(getattr(self, name))}
         self.num_tasks = self.ranks
+        feature = BACKEND_FEATURE.get(self.backend)
+        if feature and self.valid_prog_environs == ['+mpi']:
+            # an environment without the library is not a case at all (not in -l, not in the
+            # budget); a partition-level feature is still honoured by skip_unsupported
+            self.valid_prog_environs = [f'+mpi +{feature}']
         quick = isinstance(self.size, int) and self.size <= self.quick_max_size
-        self.tags = self.tags | {'quick' if quick else 'nightly', self.backend}
+        self.iob_suite = 'quick' if quick else 'nightly'
+        self.tags = self.tags | {self.iob_suite, self.backend}
         if self.repeat is None:
             self.repeat = self.quick_repeat if quick else self.nightly_repeat
         if self.time_limit is None:
             self.time_limit = '10m' if quick else '2h'
         self.descr = (f'iobench {self.backend}/{self.mode} {self.pattern} size={self.size} '
                       f'ranks={self.ranks} stripe={self.stripe}')
+
+    @run_after('init')
+    def drop_quick_stripes(self):
+        # The quick suite is a smoke test: a stripe from the system's menu runs at nightly sizes
+        # only (skipped here at init, so ReFrame leaves it out of -l). -P stripe=X off the menu
+        # still reaches setup, where lustre.py says why it cannot run.
+        self.skip_if(self.iob_suite == 'quick' and not self.stripes_at_quick
+                     and self.stripe != 'default'
+                     and self.stripe in stripe_menu(),
+                     f'stripe {self.stripe}: menu stripes run at nightly sizes only')
 
     # ---- setup: skips, regression key, references ------------------------------------------
     def _features(self):
