@@ -48,6 +48,7 @@ int iob_for_each_data_file(const iob_ctx *c, const iob_backend *be, int (*fn)(co
 int iob_drop_cache(const iob_ctx *c, const iob_backend *be);          /* posix_fadvise DONTNEED */
 double iob_resident_fraction(const iob_ctx *c, const iob_backend *be); /* mincore, this rank */
 void iob_remove_data(const iob_ctx *c, const iob_backend *be);          /* unlink / rm -r, ENOENT ok */
+void iob_remove_tree_sigsafe(int dirfd, const char *name, int depth);   /* same, from a signal handler */
 int iob_data_missing(const iob_ctx *c, const iob_backend *be, char *missing, size_t len);
 const char *iob_fs_type(const char *dir);
 

@@ -31,7 +31,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import PerformanceError, ReframeError, SanityError
 
-from . import references, results
+from . import references, results, scratch
 from .build import IOBenchBuild
 from .darshan import DarshanCapture
 from .lustre import LustreStripe, stripe_menu
@@ -159,9 +159,9 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe):
 
     # ---- run ---------------------------------------------------------------------------------
     def _run_dir(self):
-        scratch = self.current_partition.extras.get('scratch')
-        if scratch:
-            return os.path.join(scratch, f'ioregress-{self.hashcode}-{os.getpid()}-{int(time.time())}')
+        root = self.current_partition.extras.get('scratch')
+        if root:
+            return os.path.join(root, f'ioregress-{self.hashcode}-{os.getpid()}-{int(time.time())}')
         return os.path.join(self.stagedir, 'data')
 
     @run_before('run')
@@ -177,17 +177,22 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe):
             opts += ['--hint', f'{key}={val}']
         for key, val in sorted(self.params.items()):
             opts += ['--param', f'{key}={val}']
-        prerun = [f'mkdir -p {shlex.quote(self.iob_run_dir)}']
+        run_dir = shlex.quote(self.iob_run_dir)
+        # the marker before any data: the next nightly's sweep (scratch.py) removes a run dir
+        # a killed job left behind, and only directories that carry it
+        prerun = [f'mkdir -p {run_dir}', f'printf "%s\\n" {shlex.quote(scratch.marker_text(self.display_name))} '
+                  f'> {run_dir}/{scratch.MARKER}']
         for ext in EXTENSIONS:
             opts += getattr(self, f'{ext}_iobench_args')()
             prerun += getattr(self, f'{ext}_prepare')(self.iob_run_dir) or []
         # run dir and striping first, then whatever the check itself asked for
         self.prerun_cmds = prerun + list(self.prerun_cmds)
         self.executable_opts = [shlex.quote(o) for o in opts]
-        if self.current_partition.extras.get('scratch') and not self.keep_data:
-            # iobench deletes its files; drop the then empty run dir (left alone if not empty).
+        if not self.keep_data:
+            # iobench deletes its files; what it left is listed for sanity, then the run dir goes
             self.postrun_cmds = list(self.postrun_cmds) + [
-                f'rmdir {shlex.quote(self.iob_run_dir)} 2>/dev/null || true']
+                f'(cd {run_dir} && find . -mindepth 1 ! -name {scratch.MARKER} | sort) '
+                f'> {scratch.LEFTOVER} 2>/dev/null', f'rm -rf {run_dir}']
         self.keep_files = self.keep_files + ['result.json']
 
     # ---- after the run: result document, perflog fields ------------------------------------
@@ -206,6 +211,18 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe):
             prov[ext] = getattr(self, f'{ext}_provenance')()
         self.iob_provenance = results.compact_json(prov)
 
+    def _leftover_problems(self):
+        # every rank's files, whatever the rank count: the run dir itself, not iobench's list
+        if self.keep_data:
+            return []
+        try:
+            with open(os.path.join(self.stagedir, scratch.LEFTOVER)) as fp:
+                left = [ln.strip() for ln in fp if ln.strip()]
+        except OSError:
+            return [f'{scratch.LEFTOVER} missing: postrun did not list the run directory']
+        return [f'{len(left)} entries left in the run directory by iobench: {", ".join(left[:3])}'] \
+            if left else []
+
     def _stderr_tail(self, lines=3):
         try:
             with open(os.path.join(self.stagedir, str(self.stderr))) as fp:
@@ -222,6 +239,7 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe):
         if self.iob_result is not None:
             for ext in EXTENSIONS:
                 found += getattr(self, f'{ext}_sanity')()
+        found += self._leftover_problems()
         if found:
             raise SanityError('; '.join(found))
         return sn.defer(True)
