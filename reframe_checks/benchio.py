@@ -9,7 +9,8 @@ nightly exercises the 3-D decomposition, two-phase aggregation and lock contenti
 the partition's menu run at the nightly shape only.
 """
 import reframe as rfm
-from reframe.core.builtins import parameter, run_after
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import parameter, run_after, variable
 
 from iobench_lib import matrix
 from iobench_lib.base import IOBenchBase
@@ -28,11 +29,18 @@ class BenchIO(IOBenchBase):
     size = parameter(matrix.size_menu(), type=int)
     ranks = parameter(matrix.rank_menu(), type=int)
     stripe = parameter(stripe_menu(), type=str)   # the selected system's stripe menus
+    #: The quick suite's smaller rank counts (the rank series) run for these modes only: enough
+    #: lines for "bandwidth vs ranks", and the quick suite stays quick.
+    series_io = variable(typ.List[str], value=['posix:fpp', 'posix:shared', 'mpiio:collective',
+                                               'hdf5:collective'])
 
     @run_after('init')
     def drop_unlisted_shape(self):
         self.skip_if(matrix.dropped(self.iob_suite, self.size, self.ranks),
                      f'size={self.size} ranks={self.ranks}: no {self.iob_suite} shape of this system')
+        self.skip_if(self.iob_suite == 'quick' and self.io not in self.series_io
+                     and self.ranks < matrix.largest_quick_ranks(),
+                     f'io={self.io} ranks={self.ranks}: the quick rank series is {self.series_io}')
 
     @run_after('setup')
     def skip_shape_not_here(self):

@@ -74,6 +74,11 @@ def rank_menu():
     return sorted({r for shapes in _all_shapes() for _, ranks in shapes.values() for r in ranks})
 
 
+def largest_quick_ranks():
+    """The largest quick rank count of the selected system (the other quick counts are the series)."""
+    return max(r for shapes in _all_shapes() for r in shapes['quick'][1])
+
+
 def _listed(shapes, suite, size, ranks):
     sizes, counts = shapes[suite]
     return size in sizes and ranks in counts
