@@ -160,7 +160,7 @@ trap 'on_signal TERM 15' TERM
 trap 'on_signal INT 2' INT
 trap on_exit EXIT
 
-# ---- 0. scratch sweep (docs/operations.md "Scratch hygiene") -------------------------------------------
+# ---- 0. scratch sweep (docs/site.md "Scratch hygiene") -------------------------------------------
 # A job killed at its time limit never reaches postrun: remove run directories carrying the suite's
 # marker (.ioregress-run) older than IOREGRESS_SWEEP_HOURS (default 12; 0 = all) from the partitions'
 # scratch ($IOREGRESS_SCRATCH too) and from earlier runs' stage trees. Nothing without the marker is touched.
