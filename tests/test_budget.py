@@ -97,6 +97,21 @@ def test_benchio_nightly_decomposes_in_3d_and_scaling_sweeps_stripes(site_cases)
     assert scaling == {(r, s) for r in ('128', '256', '512', '1024') for s in ('default', 'c-1-S1M')}
 
 
+def test_nightly_rank_counts_decompose_in_3d(site_cases, tmp_path):
+    """MPI_Dims_create(n, 3) of every nightly BenchIO rank count has no dimension of 1 (local:
+    8 = 2x2x2; sites: 128 = 8x4x4), so the nightly exercises the 3-D pattern; local keeps a
+    1-2 rank quick series."""
+    mpi = pytest.importorskip('mpi4py.MPI', reason='mpi4py not installed (ci/setup.sh)')
+    local = listing('local', tmp_path)
+    shapes = {(p['size'], p['ranks']) for c, p, _, _ in local if c == 'BenchIO'}
+    assert shapes == {('64', '1'), ('64', '2'), ('96', '8')}, shapes
+    nightly = {int(p['ranks']) for cases in (local, *site_cases.values())
+               for c, p, _, _ in cases if c == 'BenchIO' and int(p['size']) > 64}
+    assert nightly == {8, 128}
+    for n in nightly:
+        assert min(mpi.Compute_dims(n, 3)) > 1, (n, mpi.Compute_dims(n, 3))
+
+
 def test_environment_without_the_library_lists_no_case(site_cases):
     cray = {p['io'].split(':')[0] for c, p, _, env in site_cases['archer2']
             if env == 'PrgEnv-cray' and 'io' in p}

@@ -109,6 +109,17 @@ def test_quick_suite_writes_verified_results(quick):
                 assert not any(os.path.exists(f) for f in rep['files'])
 
 
+def test_quick_suite_draws_bandwidth_vs_ranks(quick):
+    """A newcomer's first page: the quick suite's 1- and 2-rank series give the figure."""
+    out, proc = quick
+    ranks = {c['num_tasks'] for c in report_cases(out) if c['name'].startswith('BenchIO')
+             and c['result'] == 'pass'}
+    assert {1, 2} <= ranks, ranks
+    figures = list((out / 'post' / 'report').rglob('bw_vs_ranks_*.png'))
+    assert figures, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert 'no series with two or more rank counts' not in proc.stderr
+
+
 def test_build_happens_once_per_environment(quick):
     out, _ = quick
     cases = report_cases(out)
