@@ -214,7 +214,7 @@ def test_reframe_spack_build_path(tmp_path):
     env = _spack_env()
     env['IOREGRESS_BUILD'] = 'spack'
     cmd = ['reframe', '-C', str(REPO / 'configs' / 'settings.py'), '-c', str(REPO / 'reframe_checks'),
-           '--system', 'local', '--prefix', str(tmp_path), '-n', r'BenchIO.*io=posix:fpp',
+           '--system', 'local', '--prefix', str(tmp_path), '-n', r'BenchIO.*ranks=2.*io=posix:fpp',
            '-P', 'size=16', '-r']
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-4000:]

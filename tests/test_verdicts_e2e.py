@@ -136,8 +136,8 @@ def assert_verdicts(outcomes, clean, min_history=3):
                 assert any(f.get('since') == first_slow for f in writes), out
 
 
-FAST = ['BenchIO.*posix:fpp', 'BaselineFio']
-SUITE = ['BenchIO.*posix:', 'BenchIO.*mpiio:independent', 'BaselineFio']
+FAST = ['BenchIO.*ranks=2.*posix:fpp', 'BaselineFio']
+SUITE = ['BenchIO.*ranks=2.*posix:', 'BenchIO.*mpiio:independent', 'BaselineFio']
 
 
 def test_nightly_red_on_slowed_writes_green_otherwise_fast(tmp_path):

@@ -42,8 +42,7 @@ def sweep(roots, older_than_s, now=None, dry_run=False):
     (removed, kept_young) lists of paths. A root that does not exist is skipped."""
     now = time.time() if now is None else now
     removed, young = [], []
-    for root in roots:
-        root = os.path.abspath(root)
+    for root in dict.fromkeys(os.path.abspath(r) for r in roots):   # partitions share scratch
         base_depth = root.rstrip(os.sep).count(os.sep)
         for dirpath, dirnames, filenames in os.walk(root):
             marker = os.path.join(dirpath, MARKER)
