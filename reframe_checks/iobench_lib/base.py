@@ -9,8 +9,10 @@ The base class then
 - skips, with the reason, a backend the build lacks or the environment has no feature for, and
   whatever the Darshan/Lustre mixins refuse (stripe != 'default' without +lustre, ...);
 - runs `iobench ... --json result.json` under the partition's MPI launcher, data in a run dir
-  under the partition's scratch (extras 'scratch') or the stage directory;
-- checks sanity from the JSON (status ok, verified, bytes of every repetition, files deleted);
+  under the partition's scratch (extras 'scratch') or the stage directory, marked with
+  scratch.MARKER before any data and removed by postrun (what iobench left is listed first);
+- checks sanity from the JSON (status ok, verified, bytes of every repetition, files deleted)
+  and from that listing (nothing left in the run dir, whatever the rank count);
 - reports write/read bandwidth (median MiB/s), access-only bandwidth, open and close times (s);
 - fills iob_params / iob_reps / iob_provenance for the perflog (docs/CONTRACT.md section 3);
 - takes references from configs/references/<system>.yaml via ReFrame's {'$ref': ..} (references.py).
