@@ -162,7 +162,8 @@ def test_perflog_line_has_contract_fields(quick):
         for samples in reps.values():
             pairs = [s.split(':') for s in samples.split(',')]
             assert len(pairs) == 3
-            assert all(int(b) == 2 * 64 ** 3 * 8 and float(t) > 0 for b, t in pairs)
+            assert all(int(b) == int(params['ranks']) * 64 ** 3 * 8 and float(t) > 0
+                       for b, t in pairs)
         prov = json.loads(fixed['iob_provenance'])
         for key in ('system', 'partition', 'environ', 'library_versions', 'hints_in_effect',
                     'stripe', 'sync_method', 'cache_defeat', 'command', 'build'):
