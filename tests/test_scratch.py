@@ -54,6 +54,27 @@ def test_sweep_removes_old_marked_dirs_only(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count('\n') == 1 and '-1' in proc.stderr
 
 
+def kill_job(job, scratch_dir):
+    """What a batch system does at the time limit: SIGKILL to every process of the job (its
+    session, and any rank that left it, found by the run directory on its command line)."""
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        pids = {int(p) for p in subprocess.run(['pgrep', '-s', str(job.pid)], capture_output=True,
+                                               text=True).stdout.split()}
+        pids |= {int(p) for p in subprocess.run(['pgrep', '-f', str(scratch_dir)], capture_output=True,
+                                                text=True).stdout.split()}
+        pids.discard(os.getpid())
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+    job.wait()
+
+
 def dry_run_job_script(tmp_path, io, scratch_dir):
     """The real job script ReFrame writes for one nightly BenchIO case (dry run: nothing runs)."""
     work = tmp_path / 'rf'
@@ -86,8 +107,7 @@ def test_run_killed_mid_write_is_swept_by_the_next_nightly(tmp_path, iobench, io
             break
         time.sleep(0.05)
     assert job.poll() is None, 'the job ended before it was killed: make the case larger'
-    os.killpg(job.pid, signal.SIGKILL)      # the time limit's kill: no postrun
-    job.wait()
+    kill_job(job, scratch_dir)              # the time limit's kill: no postrun
     (run_dir,) = scratch_dir.iterdir()
     assert (run_dir / scratch.MARKER).exists() and len(list(run_dir.rglob('*'))) > 1
     # the next nightly, 13 h later (fake ReFrame: the sweep is what is tested here) removes it and
