@@ -19,6 +19,9 @@
 #              and the ReFrame report (--session-extras); markers on the history plots (docs/verdicts.md)
 #   after --   passed to reframe unchanged
 #
+# Env IOREGRESS_SWEEP_HOURS: age (hours, default 12) beyond which the start-of-run sweep removes run
+# directories a killed job left in scratch (reframe_checks/iobench_lib/scratch.py).
+#
 # Exit status: 0 all checks passed and no regression detected; 1 a check failed (sanity, performance
 # reference or ReFrame error) or a postprocess step failed; 3 checks passed but postprocess detected a
 # regression; 2 bad usage (one line, nothing created).
@@ -49,7 +52,7 @@ while (($#)); do
         --results) needs_value "$@"; results="$2"; shift 2 ;;
         --name) needs_value "$@"; names+=(-n "$2"); shift 2 ;;
         --note) needs_value "$@"; export IOREGRESS_NOTE="$2"; shift 2 ;;
-        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) usage_error "unknown option '$1'" ;;
     esac
@@ -172,6 +175,22 @@ on_exit() {     # the very end: COMPLETE with the exit status (not after a signa
 trap 'on_signal TERM 15' TERM
 trap 'on_signal INT 2' INT
 trap on_exit EXIT
+
+# ---- 0. scratch sweep (docs/site.md "Scratch hygiene") -------------------------------------------
+# A job killed at its time limit never reaches postrun: remove run directories carrying the suite's
+# marker (.ioregress-run) older than IOREGRESS_SWEEP_HOURS (default 12; 0 = all) from the partitions'
+# scratch ($IOREGRESS_SCRATCH too) and from earlier runs' stage trees. Nothing without the marker is touched.
+stage=sweep
+sweep_hours="${IOREGRESS_SWEEP_HOURS:-12}"
+sweep_roots=("$results/runs" ${IOREGRESS_SCRATCH:+"$IOREGRESS_SCRATCH"})
+while IFS= read -r d; do [[ -n "$d" ]] && sweep_roots+=("$d"); done < <(
+    "$REFRAME" -C "$config" "${sysargs[@]}" --show-config systems/0/partitions 2>/dev/null | "$PYTHON" -c '
+import json, sys
+text = sys.stdin.read(); i = text.find("[")
+for p in (json.JSONDecoder().raw_decode(text[i:])[0] if i >= 0 else []):
+    print((p.get("extras") or {}).get("scratch") or "")' 2>/dev/null)
+"$PYTHON" "$REPO/reframe_checks/iobench_lib/scratch.py" --older-than-hours "$sweep_hours" "${sweep_roots[@]}" \
+    || say "scratch sweep failed (status $?): continuing"
 
 # ---- 1. the suite ----------------------------------------------------------------------------------------
 say "running the $tag suite on $system -> $run"

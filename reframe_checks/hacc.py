@@ -31,6 +31,7 @@ class HaccHDF5(HaccBase):
     (one dataset of a 9-field compound type)."""
     io = parameter(['hdf5:independent', 'hdf5:collective'], type=str)
     layout = parameter(['individual', 'multi', 'compound'], type=str)
+    stripe = parameter(['default'], type=str)   # the HDF5 layouts compared; HaccMPIIO sweeps stripes
 
 
 @rfm.simple_test
@@ -42,4 +43,5 @@ class HaccHDF5Tuned(HaccBase):
     size = parameter([1000000], type=int)
     meta_block_size = parameter([8388608], type=int)
     alignment = parameter(['0,1048576'], type=str)
+    stripe = parameter(['default'], type=str)   # aligned to the default 1 MiB stripe size
     param_parameters = ['layout', 'meta_block_size', 'alignment']

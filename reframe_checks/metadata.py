@@ -18,6 +18,7 @@ class MDFiles(IOBenchBase):
     pattern = 'mdfiles'
     io = parameter(['posix:fpp'], type=str)
     size = parameter([20, 200], type=int)
+    stripe = parameter(['default'], type=str)   # one small file per op: striping tells nothing
 
 
 @rfm.simple_test
@@ -26,4 +27,5 @@ class MDDatasets(IOBenchBase):
     io = parameter(['hdf5:independent', 'hdf5:collective'], type=str)
     size = parameter([16, 4096], type=int)
     coll_metadata = parameter([0, 1], type=int)
+    stripe = parameter(['default'], type=str)   # metadata-bound: striping tells nothing
     param_parameters = ['coll_metadata']

@@ -19,6 +19,7 @@ class NektarBase(IOBenchBase):
 class NektarSmall(NektarBase):
     """The aorta case: about 2.4 MB in total, 1-3 coefficients per element: metadata-bound (quick)."""
     size = parameter([100000], type=int)
+    stripe = parameter(['default'], type=str)   # 2.4 MB, metadata-bound: striping tells nothing
     params = {'case': 'small'}
     quick_max_size = 100000
 

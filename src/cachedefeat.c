@@ -131,6 +131,37 @@ void iob_remove_data(const iob_ctx *c, const iob_backend *be)
     }
 }
 
+#ifdef __linux__
+#include <sys/syscall.h>
+struct iob_dirent64 { unsigned long long ino; long long off; unsigned short reclen; unsigned char type; char name[]; };
+#endif
+
+/* unlink NAME (relative to DIRFD) or remove it as a directory tree, using only async-signal-safe calls
+ * (the error-path watchdog's SIGALRM handler: an ADIOS2 .bp directory must go too, and nftw mallocs).
+ * Entries removed while listing can shift getdents' offsets, so a directory is listed until empty. */
+void iob_remove_tree_sigsafe(int dirfd, const char *name, int depth)
+{
+    if (unlinkat(dirfd, name, 0) == 0 || (errno != EISDIR && errno != EPERM) || depth > 8)
+        return;
+#ifdef __linux__
+    for (int pass = 0; pass < 4 && unlinkat(dirfd, name, AT_REMOVEDIR) != 0 && errno == ENOTEMPTY; pass++) {
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        if (fd < 0)
+            return;
+        static char buf[9][8192]; /* one per depth (<= 8): no stack growth, no malloc */
+        long n;
+        while ((n = syscall(SYS_getdents64, fd, buf[depth], sizeof buf[0])) > 0)
+            for (long off = 0; off < n;) {
+                struct iob_dirent64 *d = (struct iob_dirent64 *)(buf[depth] + off);
+                off += d->reclen;
+                if (strcmp(d->name, ".") != 0 && strcmp(d->name, "..") != 0)
+                    iob_remove_tree_sigsafe(fd, d->name, depth + 1);
+            }
+        close(fd);
+    }
+#endif
+}
+
 int iob_data_missing(const iob_ctx *c, const iob_backend *be, char *missing, size_t len)
 {
     static char paths[IOB_MAXFILES][4096];

@@ -59,6 +59,7 @@ double iob_resident_fraction(const iob_ctx *c, const iob_backend *be); /* mincor
 #define IOB_PROBE_PAGES 1024 /* pages sampled per file by the residency probe */
 void iob_probe_file(const char *path, int64_t *pages, int64_t *resident); /* adds sampled/resident */
 void iob_remove_data(const iob_ctx *c, const iob_backend *be);          /* unlink / rm -r, ENOENT ok */
+void iob_remove_tree_sigsafe(int dirfd, const char *name, int depth);   /* same, from a signal handler */
 int iob_data_missing(const iob_ctx *c, const iob_backend *be, char *missing, size_t len);
 const char *iob_fs_type(const char *dir);
 

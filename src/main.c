@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include "driver.h"
 
@@ -19,7 +20,7 @@ static int hang_npaths, opened_now; /* opened_now: this rank holds an open backe
 static void hang_handler(int sig)
 {
     for (int i = 0; i < hang_npaths; i++)
-        unlink(hang_paths[i]);
+        iob_remove_tree_sigsafe(AT_FDCWD, hang_paths[i], 0); /* files and .bp directories */
     ssize_t w = write(2, hang_msg, strlen(hang_msg));
     (void)w;
     _exit(IOB_FAIL);
@@ -145,7 +146,7 @@ static int setup_for(iob_ctx *c, const iob_pattern *pat, int io_rank)
     return pat->setup ? pat->setup(c) : IOB_OK;
 }
 
-/* Files of this repetition for the JSON: the union over ranks (rank 0's list only beyond 256 ranks). */
+/* Files of this repetition for the JSON: the union over every rank, uncapped (sanity checks each is gone). */
 static void record_files(iob_ctx *c, const iob_backend *be, iob_rep *r)
 {
     static char paths[IOB_MAXFILES][4096];
@@ -155,7 +156,7 @@ static void record_files(iob_ctx *c, const iob_backend *be, iob_rep *r)
         strcat(strcat(mine, paths[i]), "\n");
     int len = (int)strlen(mine) + 1, *lens = NULL, *displs = NULL, tot = 0;
     char *all = NULL;
-    int gather = c->nranks <= 256;
+    int gather = 1;
     if (c->rank == 0) {
         lens = calloc((size_t)c->nranks, sizeof *lens);
         displs = calloc((size_t)c->nranks, sizeof *displs);
@@ -174,14 +175,17 @@ static void record_files(iob_ctx *c, const iob_backend *be, iob_rep *r)
     else if (c->rank == 0)
         memcpy(all, mine, (size_t)len);
     if (c->rank == 0) {
-        r->files = calloc(IOB_MAXFILES, 4096);
+        int cap = 1;
+        for (int i = 0; i < tot; i++)
+            cap += all[i] == '\n';
+        r->files = calloc((size_t)cap, 4096);
         for (int i = 0; i < (gather ? c->nranks : 1); i++)
             for (char *s = all + displs[i], *e; (e = strchr(s, '\n')); s = e + 1) {
                 *e = '\0';
                 int dup = 0;
                 for (int f = 0; f < r->nfiles; f++)
                     dup |= strcmp(r->files[f], s) == 0;
-                if (!dup && r->nfiles < IOB_MAXFILES)
+                if (!dup && r->nfiles < cap)
                     snprintf(r->files[r->nfiles++], 4096, "%s", s);
             }
         free(all), free(lens), free(displs);

@@ -2,6 +2,11 @@
 
     def test_x(run_iobench, tmp_path):
         proc, doc = run_iobench(["--backend", "posix", "--dir", str(tmp_path)], np=2)
+
+ReFrame runs share that build too: for tests marked `reframe`, $IOREGRESS_IOBENCH_DIR names its
+directory, so the IOBenchBuild fixture (reframe_checks/iobench_lib/build.py) uses it instead of
+compiling iobench again in every ReFrame run (the quick-suite test in test_reframe.py still builds
+through ReFrame, as the README's command does).
 """
 import importlib.util
 import json
@@ -52,6 +57,16 @@ def iobench(tmp_path_factory) -> str:
             pytest.fail(f"IOBENCH={env_path} is not an executable file")
         return env_path
     return str(_build_iobench(tmp_path_factory.mktemp("iobench-build")))
+
+
+@pytest.fixture(autouse=True)
+def _reframe_shares_the_iobench_build(request):
+    """Tests marked `reframe`: their ReFrame runs use this session's iobench build."""
+    if request.node.get_closest_marker("reframe") is not None and "IOREGRESS_IOBENCH_DIR" not in os.environ:
+        build_dir = Path(request.getfixturevalue("iobench")).parent
+        if (build_dir / "iobench-features.txt").exists():
+            os.environ["IOREGRESS_IOBENCH_DIR"] = str(build_dir)
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -64,7 +64,8 @@ def test_reframe_check_keeps_log_and_reports_darshan_figures(tmp_path):
     env = dict(os.environ, IOREGRESS_DARSHAN_LIB=LIB)
     cmd = ['reframe', '-C', str(REPO / 'configs' / 'settings.py'), '--system', 'local',
            '-c', str(REPO / 'reframe_checks' / 'benchio.py'), '-n', 'BenchIO', '-r',
-           '-P', 'size=32', '-P', 'io=mpiio:collective', '--prefix', str(tmp_path / 'rf'),
+           '-P', 'size=32', '-P', 'ranks=2', '-P', 'io=mpiio:collective',
+           '--prefix', str(tmp_path / 'rf'),
            '--report-file', str(tmp_path / 'report.json'), '-S', 'repeat=1']
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:]

@@ -156,7 +156,7 @@ def _dry_run(tmp_path, system, *extra):
                                   scratch=str(tmp_path / 'scratch')))
     cmd = ['reframe', '-C', str(conf), '-c', str(REPO / 'reframe_checks' / 'benchio.py'),
            '--system', system, '--prefix', str(tmp_path / 'rf'), '-n', r'BenchIO.*io=mpiio:collective',
-           '-P', 'size=16', '--dry-run', *extra]
+           '-P', 'size=96', '-P', 'ranks=8', '--dry-run', *extra]   # stripes: nightly sizes only
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     return proc, proc.stdout + proc.stderr
 

@@ -217,3 +217,39 @@ def test_calibrate_defaults_to_bandwidths_keeps_ceilings_and_warns_on_few_runs(t
     assert ref * (1 + upper) == pytest.approx(60 * 29.0, rel=0.02)     # ceiling kept (absolute)
     assert entry['read_bw'][2] is None
     assert any('fewer than 3 runs' in m for m in msgs)
+
+
+def test_efficiency_uses_the_baseline_of_the_runs_rank_count(tmp_path):
+    """A session with fio baselines at 1 and 2 processes: ranks=2 runs divide by the 2-process
+    baseline (shape_matched), ranks=4 runs by the smallest one as a load normaliser only."""
+    logs = tmp_path / 'p'
+    shutil.copytree(SYNTH, logs)
+    base = logs / 'synthetic' / 'p1' / 'BaselineFio.log'
+    lines = base.read_text().splitlines()
+    slow = []        # the same nights at ranks=2, every repetition twice as long
+    for line in lines[1:]:
+        f = line.split('|')
+        f[6] = f[6].replace('ranks=1', 'ranks=2')
+        f[9] = ';'.join(ph + '=' + ','.join(f'{b}:{float(s) * 2!r}' for b, s in
+                                            (r.split(':') for r in reps.split(',')))
+                        for ph, reps in (part.split('=', 1) for part in f[9].split(';')))
+        slow.append('|'.join(f))
+    base.write_text('\n'.join(lines + slow) + '\n')
+    hist = History(read_perflogs(logs)[0])
+    plain = History(read_perflogs(SYNTH)[0])
+    key_ranks = np.array([int(dict(p.split('=') for p in k[4].split(','))['ranks']) for k in hist.keys])
+    rows = ~np.isnan(hist.col['efficiency'])
+    r2 = rows & (key_ranks[hist.col['key']] == 2)
+    r4 = rows & (key_ranks[hist.col['key']] == 4)
+    assert r2.any() and r4.any()
+    assert hist.col['shape_matched'][r2].all() and not hist.col['shape_matched'][r4].any()
+    assert not plain.col['shape_matched'].any()          # only ranks=1 baselines there
+    # same runs, same order: the 2-process baseline is half as fast, so efficiency doubles
+    eff_plain = {(k, s, p, r): e for k, s, p, r, e in zip(
+        [plain.keys[i] for i in plain.col['key']], plain.col['session'], plain.col['phase'],
+        plain.col['rep'], plain.col['efficiency'])}
+    for i in np.flatnonzero(r2 | r4)[:50]:
+        e0 = eff_plain[(hist.keys[hist.col['key'][i]], hist.col['session'][i], hist.col['phase'][i],
+                        hist.col['rep'][i])]
+        want = 2 * e0 if r2[i] else e0
+        assert hist.col['efficiency'][i] == pytest.approx(want, rel=1e-9)

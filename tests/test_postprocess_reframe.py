@@ -26,16 +26,21 @@ def reframe(config, checkfile, tmp_path, *extra):
 def test_baseline_fio_check_logs_raw_repetitions(tmp_path):
     if not any(os.access(os.path.join(d, 'fio'), os.X_OK) for d in os.environ['PATH'].split(':')):
         pytest.skip('fio not installed (apt-get install fio)')
+    # calibrated from 1 MiB per process until each phase lasts >= 0.05 s (the suites: 0.25 / 1 s)
     proc = reframe(REPO / 'configs' / 'settings.py', REPO / 'reframe_checks' / 'baseline_fio.py',
-                   tmp_path, '-S', 'size_mib=8', '-S', 'repeat=2')
+                   tmp_path, '-n', 'BaselineFio.*suite=quick', '-S', 'size_mib=1', '-S', 'repeat=2',
+                   '-S', 'min_seconds=0.05')
     assert proc.returncode == 0, proc.stdout[-3000:]
     runs, diag = read_perflogs(tmp_path / 'perflogs')
     assert list(diag) == [] and len(runs) == 1
     run = runs[0]
-    assert run['param_dict']['backend'] == 'fio' and run['param_dict']['size'] == '8MiB'
+    assert run['param_dict']['backend'] == 'fio' and run['param_dict']['size'] == 'min0.05s'
+    assert run['param_dict']['ranks'] == '2' and run['provenance']['numjobs'] == 2
+    size = run['provenance']['size_mib_per_process']
+    assert size >= 1
     for phase in ('write', 'read'):
-        assert [b for b, _ in run['reps'][phase]] == [8 * 2 ** 20] * 2
-        assert all(s > 0 for _, s in run['reps'][phase])
+        assert [b for b, _ in run['reps'][phase]] == [size * 2 * 2 ** 20] * 2
+        assert all(s >= 0.05 for _, s in run['reps'][phase]), run['reps'][phase]
     assert run['provenance']['sync_method'].startswith('fio end_fsync=1')
     assert run['provenance']['cache_defeat'].startswith('fio invalidate=1')
     assert not os.path.exists(run['provenance']['dir'])            # data removed

@@ -70,6 +70,7 @@ def quick(tmp_path_factory):
     """The README's first command's suite step: ci/quick.sh into a temporary results dir."""
     out = tmp_path_factory.mktemp('quick')
     env = dict(os.environ, IOREGRESS_RESULTS=str(out))
+    env.pop('IOREGRESS_IOBENCH_DIR', None)      # the README's command: ReFrame builds iobench
     t0 = time.monotonic()
     proc = subprocess.run([str(REPO / 'ci' / 'quick.sh')], env=env, capture_output=True,
                           text=True, timeout=900)
@@ -100,12 +101,23 @@ def test_quick_suite_writes_verified_results(quick):
             doc = json.loads((pathlib.Path(case['outputdir']) / 'result.json').read_text())
             assert doc['status'] == 'ok' and doc['verify'] is True
             assert [doc['backend'], doc['mode']] == case['io'].split(':')
-            assert doc['bytes_total'] == 2 * 64 ** 3 * 8
+            assert doc['bytes_total'] == doc['ranks'] * 64 ** 3 * 8
             assert len(doc['repetitions']) == 3
             for rep in doc['repetitions']:
                 assert rep['write']['bytes'] == rep['read']['bytes'] == doc['bytes_total']
                 assert rep['read']['verified'] is True
                 assert not any(os.path.exists(f) for f in rep['files'])
+
+
+def test_quick_suite_draws_bandwidth_vs_ranks(quick):
+    """A newcomer's first page: the quick suite's 1- and 2-rank series give the figure."""
+    out, proc = quick
+    ranks = {c['num_tasks'] for c in report_cases(out) if c['name'].startswith('BenchIO')
+             and c['result'] == 'pass'}
+    assert {1, 2} <= ranks, ranks
+    figures = list((out / 'post' / 'report').rglob('bw_vs_ranks_*.png'))
+    assert figures, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert 'no series with two or more rank counts' not in proc.stderr
 
 
 def test_build_happens_once_per_environment(quick):
@@ -144,13 +156,14 @@ def test_perflog_line_has_contract_fields(quick):
         params = dict(kv.split('=') for kv in fixed['iob_params'].split(','))
         assert list(params) == sorted(params)
         assert set(params) == {'backend', 'mode', 'pattern', 'ranks', 'size', 'stripe'}
-        assert (params['size'], params['ranks'], params['stripe']) == ('64', '2', 'default')
+        assert (params['size'], params['stripe']) == ('64', 'default') and params['ranks'] in ('1', '2')
         reps = dict(ph.split('=') for ph in fixed['iob_reps'].split(';'))
         assert set(reps) == {'write', 'read'}
         for samples in reps.values():
             pairs = [s.split(':') for s in samples.split(',')]
             assert len(pairs) == 3
-            assert all(int(b) == 2 * 64 ** 3 * 8 and float(t) > 0 for b, t in pairs)
+            assert all(int(b) == int(params['ranks']) * 64 ** 3 * 8 and float(t) > 0
+                       for b, t in pairs)
         prov = json.loads(fixed['iob_provenance'])
         for key in ('system', 'partition', 'environ', 'library_versions', 'hints_in_effect',
                     'stripe', 'sync_method', 'cache_defeat', 'command', 'build'):
@@ -173,7 +186,7 @@ def test_perflog_line_has_contract_fields(quick):
 def test_impossible_reference_is_a_performance_failure(tmp_path):
     refs = write_refs(tmp_path / 'refs.yaml',
                       {FPP_KEY: {'write_bw': "[1000000000, -0.1, null, 'MiB/s']"}})
-    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*io=posix:fpp', '--tag', 'quick',
+    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*ranks=2.*io=posix:fpp', '--tag', 'quick',
                    '-S', f'reference_file={refs}')
     assert proc.returncode != 0
     assert 'performance' in proc.output.lower()
@@ -188,7 +201,7 @@ def test_reference_within_band_passes_and_missing_entry_fails_when_required(tmp_
     refs = write_refs(tmp_path / 'refs.yaml',
                       {FPP_KEY: {'write_bw': "[1000, -1.0, 1000, 'MiB/s']",
                                  'read_bw': "[1000, -1.0, 1000, 'MiB/s']"}}, require=True)
-    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*io=posix:', '--tag', 'quick',
+    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*ranks=2.*io=posix:', '--tag', 'quick',
                    '-S', f'reference_file={refs}')
     cases = {c['io']: c for c in report_cases(tmp_path / 'rf') if c['name'].startswith('BenchIO')}
     assert cases['posix:fpp']['result'] == 'pass', cases['posix:fpp']['fail_reason']
@@ -200,7 +213,7 @@ def test_reference_within_band_passes_and_missing_entry_fails_when_required(tmp_
 
 def test_malformed_reference_entry_is_a_clear_error(tmp_path):
     refs = write_refs(tmp_path / 'refs.yaml', {FPP_KEY: {'write_bw': "[fast, -0.1, null, 'MiB/s']"}})
-    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*io=posix:fpp', '--tag', 'quick',
+    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*ranks=2.*io=posix:fpp', '--tag', 'quick',
                    '-S', f'reference_file={refs}')
     assert proc.returncode != 0
     case = [c for c in report_cases(tmp_path / 'rf') if c['name'].startswith('BenchIO')][0]
@@ -229,7 +242,7 @@ def test_backend_missing_from_build_is_skipped_with_reason(tmp_path):
 
 
 def test_unavailable_stripe_is_skipped_with_reason(tmp_path):
-    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*io=posix:fpp', '--tag', 'quick',
+    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*ranks=2.*io=posix:fpp', '--tag', 'quick',
                    '-P', 'stripe=c4-S4M')
     assert proc.returncode == 0, proc.output[-2000:]
     case = [c for c in report_cases(tmp_path / 'rf') if c['name'].startswith('BenchIO')][0]

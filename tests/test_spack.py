@@ -153,6 +153,34 @@ def test_recipe_matches_cmake_options():
         assert any(kw.get('when') == f'+{name}' for _, kw in deps), name
 
 
+def test_recipe_floors_metadata_and_documented_variants():
+    calls, _, _ = _recipe_calls()
+    deps = {kw.get('when'): args[0] for f, args, kw in calls if f == 'depends_on' and kw.get('when')}
+    # H5Pset_all_coll_metadata_ops needs HDF5 1.10, the BP5 engine ADIOS2 2.8: with reuse: true
+    # an older installed build would otherwise be picked
+    assert deps['+hdf5'] == 'hdf5@1.10:+mpi' and deps['+adios2'] == 'adios2@2.8:+mpi', deps
+    assert [args for f, args, _ in calls if f == 'license'] == [['BSD-3-Clause']]
+    maintainers = [args for f, args, _ in calls if f == 'maintainers']
+    assert maintainers and all(maintainers[0]), maintainers
+    for f, args, kw in calls:
+        if f == 'variant':
+            assert len(kw.get('description', '')) > 15, (args, kw)
+    cls = next(n for n in ast.parse(RECIPE.read_text()).body if isinstance(n, ast.ClassDef))
+    attrs = {n.targets[0].id: ast.literal_eval(n.value) for n in cls.body
+             if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)}
+    assert attrs['homepage'].startswith('https://'), attrs
+    doc = ast.get_docstring(cls)
+    for name in ('+hdf5', '+adios2', '+sionlib', '1.10', '2.8', 'BP5'):
+        assert name in doc, name
+    # the floors hold where the libraries are externals too (the shipped environments)
+    for env in SYSTEM_ENVS:
+        pkgs = _yaml(env / 'spack.yaml')['spack'].get('packages', {})
+        for lib, floor in (('hdf5', (1, 10)), ('adios2', (2, 8))):
+            for ext in pkgs.get(lib, {}).get('externals', []):
+                ver = tuple(int(x) for x in re.match(rf'{lib}@=?(\d+)\.(\d+)', ext['spec']).groups())
+                assert ver >= floor, (env.name, ext['spec'])
+
+
 # ---- with a real Spack -----------------------------------------------------------------------
 def _spack_env():
     env = dict(os.environ)
@@ -187,7 +215,7 @@ def test_reframe_spack_build_path(tmp_path):
     env = _spack_env()
     env['IOREGRESS_BUILD'] = 'spack'
     cmd = ['reframe', '-C', str(REPO / 'configs' / 'settings.py'), '-c', str(REPO / 'reframe_checks'),
-           '--system', 'local', '--prefix', str(tmp_path), '-n', r'BenchIO.*io=posix:fpp',
+           '--system', 'local', '--prefix', str(tmp_path), '-n', r'BenchIO.*ranks=2.*io=posix:fpp',
            '-P', 'size=16', '-r']
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-4000:]

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.reframe, pytest.mark.slow]
 
 # 4 HDF5 checks (BenchIO x2, HaccHDF5 x2) and 4 others (POSIX, MPI-IO): a group and a factor
 # each estimable without the other; fio, the filesystem's own reading
-CHECKS = ['BenchIO.*(posix|mpiio|hdf5):', 'HaccHDF5.*layout=individual', 'BaselineFio']
+CHECKS = ['BenchIO.*ranks=2.*(posix|mpiio|hdf5):', 'HaccHDF5.*layout=individual', 'BaselineFio']
 CLEAN = 5
 
 

@@ -97,7 +97,11 @@ def this_machine_extras():
     """Partition extras shared by the systems that run on this machine (local, local-slurm).
     rank_counts: what the scaling checks sweep here (reframe_checks/iobench_lib/scaling.py)."""
     return {'iobench_build': iobench_build(), 'scratch': scratch(), 'stripes': ['default'],
-            'rank_counts': [1, 2]}
+            'rank_counts': [1, 2],
+            # BenchIO (iobench_lib/matrix.py): a 1-2 rank series in the quick suite, and the
+            # nightly at 8 ranks (2x2x2: the 3-D decomposition) with a small block (6.75 MiB/rank).
+            'benchio_shapes': {'quick': {'sizes': [64], 'ranks': [1, 2]},
+                               'nightly': {'sizes': [96], 'ranks': [8]}}}
 
 
 def mpi_gnu_environment(system):

@@ -29,6 +29,13 @@ _STRIPES = ['default', 'c1-S1M', 'c4-S4M', 'c-1-S1M', 'c-1-S128M']
 # Scaling checks (--tag scaling, part of nightly) sweep 1, 2, 4 and 8 full nodes of 128 cores.
 _RANKS = [128, 256, 512, 1024]
 
+# The bounded nightly (reframe_checks/iobench_lib/matrix.py, docs/site.md "Nightly budget"):
+# BenchIO's nightly at one full node (MPI_Dims_create(128, 3) = 8x4x4: the 3-D pattern), the
+# quick smoke at 2 ranks; scaling at the default layout (1 OST) and across all OSTs; at most
+# `cases` test cases per partition over all its environments (`reframe -lC`, tests/test_budget.py).
+_SHAPES = {'quick': {'sizes': [64], 'ranks': [2]}, 'nightly': {'sizes': [256], 'ranks': [128]}}
+_SCALING_STRIPES = ['default', 'c-1-S1M']
+
 _COMMON = {
     'scheduler': 'slurm',
     'launcher': 'srun',
@@ -55,14 +62,18 @@ site_configuration = {
                      descr='Standard compute nodes, iobench built with CMake and Cray modules',
                      environs=['PrgEnv-gnu', 'PrgEnv-cray'],
                      extras={'iobench_build': 'cmake', 'scratch': _scratch,
-                             'stripes': _STRIPES, 'lfs': 'lfs', 'rank_counts': _RANKS}),
+                             'stripes': _STRIPES, 'lfs': 'lfs', 'rank_counts': _RANKS,
+                             'benchio_shapes': _SHAPES, 'scaling_stripes': _SCALING_STRIPES,
+                             'nightly_budget': {'cases': 480}}),
                 dict(_COMMON, name='compute-spack',
                      descr='Standard compute nodes, iobench from the Spack environment',
                      environs=['spack-gnu'],
                      extras={'iobench_build': 'spack', 'spack_env': 'spack_env/systems/archer2',
                              'spack_setup': ['module load other-software', 'module load spack'],
                              'build_jobs': 8, 'scratch': _scratch,
-                             'stripes': _STRIPES, 'lfs': 'lfs', 'rank_counts': _RANKS}),
+                             'stripes': _STRIPES, 'lfs': 'lfs', 'rank_counts': _RANKS,
+                             'benchio_shapes': _SHAPES, 'scaling_stripes': _SCALING_STRIPES,
+                             'nightly_budget': {'cases': 300}}),
             ],
         }
     ],

@@ -23,6 +23,11 @@ _scratch = os.environ.get('IOREGRESS_SCRATCH') or (
 # Scaling checks (--tag scaling, part of nightly) sweep 1, 2, 4 and 8 full nodes of 128 cores.
 _RANKS = [128, 256, 512, 1024]
 
+# The bounded nightly (reframe_checks/iobench_lib/matrix.py, docs/site.md "Nightly budget"):
+# BenchIO's nightly at one full node (128 = 8x4x4, the 3-D pattern), the quick smoke at 2 ranks;
+# at most `cases` test cases per partition over all its environments (tests/test_budget.py).
+_SHAPES = {'quick': {'sizes': [64], 'ranks': [2]}, 'nightly': {'sizes': [256], 'ranks': [128]}}
+
 _COMMON = {
     'scheduler': 'slurm',
     'launcher': 'srun',
@@ -46,13 +51,15 @@ site_configuration = {
                      descr='dc-cpu nodes, iobench built with CMake and the Stage modules',
                      environs=['gcc-psmpi', 'gcc-openmpi'],
                      extras={'iobench_build': 'cmake', 'scratch': _scratch,
-                             'stripes': ['default'], 'rank_counts': _RANKS}),
+                             'stripes': ['default'], 'rank_counts': _RANKS,
+                             'benchio_shapes': _SHAPES, 'nightly_budget': {'cases': 280}}),
                 dict(_COMMON, name='dc-cpu-spack',
                      descr='dc-cpu nodes, iobench from the Spack environment',
                      environs=['spack-gcc'],
                      extras={'iobench_build': 'spack', 'spack_env': 'spack_env/systems/jureca-dc',
                              'build_jobs': 8, 'scratch': _scratch, 'stripes': ['default'],
-                             'rank_counts': _RANKS}),
+                             'rank_counts': _RANKS,
+                             'benchio_shapes': _SHAPES, 'nightly_budget': {'cases': 150}}),
             ],
         }
     ],

@@ -13,6 +13,7 @@ Baseline: runs whose iob_params say ``backend=fio`` (reframe_checks/baseline_fio
 storage itself in the same session; every other run's repetitions also get an efficiency, bandwidth
 divided by the median baseline bandwidth of the same session and phase.
 """
+import collections
 import datetime
 import json
 import os
@@ -274,26 +275,42 @@ class History:
         return len(self.col['key'])
 
     def _efficiency(self):
-        """Bandwidth / median baseline bandwidth of the same session and phase (NaN if none)."""
+        """Bandwidth / median baseline bandwidth of the same session and phase (NaN if none):
+        the baseline at the run's own rank count where the session has one (shape_matched
+        True), else the session's smallest-rank baseline, a load normaliser only."""
         eff = np.full(len(self), np.nan)
+        self.col['shape_matched'] = np.zeros(len(self), dtype=bool)
         self._baseline_var = {}
-        baseline_keys = [i for i, k in enumerate(self.keys)
-                         if parse_params(k[4]).get('backend') == BASELINE_BACKEND]
+        params = [parse_params(k[4]) for k in self.keys]
+        baseline_keys = [i for i, p in enumerate(params) if p.get('backend') == BASELINE_BACKEND]
         if not len(self) or not baseline_keys:
             return eff
+        key_ranks = np.array([int(p['ranks']) if p.get('ranks', '').isdigit() else -1
+                              for p in params], dtype=np.int64)
         is_base = np.isin(self.col['key'], baseline_keys)
         nphase = len(PHASES)
-        ref = np.full(len(self.sessions) * nphase, np.nan)
         slot = self.col['session'] * nphase + self.col['phase']
-        base_slots = slot[is_base]
-        base_bw = self.col['bw_MiBps'][is_base]
-        order = np.argsort(base_slots, kind='stable')
-        base_slots, base_bw = base_slots[order], base_bw[order]
-        uniq, starts = np.unique(base_slots, return_index=True)
-        for s, chunk in zip(uniq, np.split(base_bw, starts[1:])):
-            ref[s] = np.median(chunk)
-            self._baseline_var[s] = chunk           # its variance when asked (baseline_var)
-        eff = self.col['bw_MiBps'] / ref[slot]
+        ranks = key_ranks[self.col['key']]
+        chunks = collections.defaultdict(list)      # (slot, ranks) -> baseline bandwidths
+        for s, r, bw in zip(slot[is_base], ranks[is_base], self.col['bw_MiBps'][is_base]):
+            chunks[(int(s), int(r))].append(bw)
+        matched, fallback = {}, {}
+        for (s, r), vals in sorted(chunks.items()):
+            matched[(s, r)] = np.median(vals)
+            if s not in fallback:                   # smallest rank count first (sorted)
+                fallback[s] = matched[(s, r)]
+                self._baseline_var[s] = np.asarray(vals)   # its variance when asked (baseline_var)
+        pairs = slot * (int(ranks.max()) + 2) + ranks + 1
+        uniq, inverse = np.unique(pairs, return_inverse=True)
+        ref = np.full(len(uniq), np.nan)
+        hit = np.zeros(len(uniq), dtype=bool)
+        for j, p in enumerate(uniq):
+            s, r = divmod(int(p), int(ranks.max()) + 2)
+            key = (s, r - 1)
+            hit[j] = key in matched
+            ref[j] = matched[key] if hit[j] else fallback.get(s, np.nan)
+        eff = self.col['bw_MiBps'] / ref[inverse]
+        self.col['shape_matched'] = hit[inverse] & ~is_base
         eff[is_base] = np.nan
         return eff
 

@@ -150,8 +150,11 @@ def build_report(args):
     darshan = None
     if args.darshan_json:
         darshan = verdict.DarshanLinks(darshan_rows, args.darshan_json, os.path.abspath(outdir))
+    # efficiency is shown only where a baseline of the run's shape (rank count) exists
+    matched = set(np.unique(history.col['key'][history.col['shape_matched']]).tolist()) \
+        if len(history) else set()
     efficiency = {history.keys[kid] + (PHASES[ph],): float(np.median(nights[-1][1]))
-                  for (kid, ph), nights in history.groups('efficiency').items()}
+                  for (kid, ph), nights in history.groups('efficiency').items() if kid in matched}
     result = verdict.build(findings, cases, verdict.skip_reasons(args.reframe_out)
                            if getattr(args, 'reframe_out', None) else None, tonight)
     page = html.write_report(os.path.join(outdir, 'index.html'), sections, findings, notes,

@@ -151,8 +151,11 @@ def stripe_heatmap(history, outdir, notes):
         _save(fig, f'{outdir}/stripes_{phase}_{_safe(where)}_s{_safe(size)}.png', written,
               left=0.15, top=0.76, bottom=0.2)
     if not written:
-        notes.append("stripe heatmap: no runs with a stripe setting other than 'default' "
-                     '(needs a +lustre partition)')
+        notes.append("stripe heatmap: no runs with a stripe setting other than 'default'. It "
+                     'would show write and read MiB/s per Lustre stripe count x stripe size at the '
+                     'largest rank count, from the nightly BenchIO, HaccMPIIO, NektarLarge and '
+                     "scaling checks on a +lustre partition with a stripe menu (extras 'stripes', "
+                     'e.g. archer2:compute); this machine has no Lustre (docs/site.md)')
     return written
 
 

@@ -9,8 +9,10 @@ The base class then
 - skips, with the reason, a backend the build lacks or the environment has no feature for, and
   whatever the Darshan/Lustre mixins refuse (stripe != 'default' without +lustre, ...);
 - runs `iobench ... --json result.json` under the partition's MPI launcher, data in a run dir
-  under the partition's scratch (extras 'scratch') or the stage directory;
-- checks sanity from the JSON (status ok, verified, bytes of every repetition, files deleted);
+  under the partition's scratch (extras 'scratch') or the stage directory, marked with
+  scratch.MARKER before any data and removed by postrun (what iobench left is listed first);
+- checks sanity from the JSON (status ok, verified, bytes of every repetition, files deleted)
+  and from that listing (nothing left in the run dir, whatever the rank count);
 - reports write/read bandwidth (median MiB/s), access-only bandwidth, open and close times (s);
 - fills iob_params / iob_reps / iob_provenance for the perflog (docs/CONTRACT.md section 3);
 - takes references from configs/references/<system>.yaml via ReFrame's {'$ref': ..} (references.py).
@@ -31,7 +33,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import PerformanceError, ReframeError, SanityError
 
-from . import references, results
+from . import references, results, scratch
 from .build import IOBenchBuild
 from .darshan import DarshanCapture
 from .lustre import LustreStripe, stripe_menu
@@ -73,6 +75,8 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
     params = variable(typ.Dict[str, str], value={})
     #: Names of the check's own parameters passed as --param NAME=VALUE (e.g. HACC's `layout`).
     param_parameters = variable(typ.List[str], value=[])
+    #: Menu stripes at quick sizes too (scaling checks: nightly whatever their size).
+    stripes_at_quick = variable(bool, value=False)
     #: Keep the data files (iobench --keep); sanity then does not demand their deletion.
     keep_data = variable(bool, value=False)
     #: Reference file; None: configs/references/<system>.yaml (absent = record, assert nothing).
@@ -83,6 +87,8 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
     iob_reps = variable(str, value='')
     iob_provenance = variable(str, value='')
 
+    #: 'quick' or 'nightly' (from size and quick_max_size), set at init.
+    iob_suite = 'quick'
     #: The parsed result document after the run (None if missing); mixins read it.
     iob_result = None
     _iob_refs = (None, None)
@@ -96,14 +102,30 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
         for name in self.param_parameters:
             self.params = {**self.params, name: str(getattr(self, name))}
         self.num_tasks = self.ranks
+        feature = BACKEND_FEATURE.get(self.backend)
+        if feature and self.valid_prog_environs == ['+mpi']:
+            # an environment without the library is not a case at all (not in -l, not in the
+            # budget); a partition-level feature is still honoured by skip_unsupported
+            self.valid_prog_environs = [f'+mpi +{feature}']
         quick = isinstance(self.size, int) and self.size <= self.quick_max_size
-        self.tags = self.tags | {'quick' if quick else 'nightly', self.backend}
+        self.iob_suite = 'quick' if quick else 'nightly'
+        self.tags = self.tags | {self.iob_suite, self.backend}
         if self.repeat is None:
             self.repeat = self.quick_repeat if quick else self.nightly_repeat
         if self.time_limit is None:
             self.time_limit = '10m' if quick else '2h'
         self.descr = (f'iobench {self.backend}/{self.mode} {self.pattern} size={self.size} '
                       f'ranks={self.ranks} stripe={self.stripe}')
+
+    @run_after('init')
+    def drop_quick_stripes(self):
+        # The quick suite is a smoke test: a stripe from the system's menu runs at nightly sizes
+        # only (skipped here at init, so ReFrame leaves it out of -l). -P stripe=X off the menu
+        # still reaches setup, where lustre.py says why it cannot run.
+        self.skip_if(self.iob_suite == 'quick' and not self.stripes_at_quick
+                     and self.stripe != 'default'
+                     and self.stripe in stripe_menu(),
+                     f'stripe {self.stripe}: menu stripes run at nightly sizes only')
 
     # ---- setup: skips, regression key, references ------------------------------------------
     def _features(self):
@@ -151,9 +173,9 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
 
     # ---- run ---------------------------------------------------------------------------------
     def _run_dir(self):
-        scratch = self.current_partition.extras.get('scratch')
-        if scratch:
-            return os.path.join(scratch, f'ioregress-{self.hashcode}-{os.getpid()}-{int(time.time())}')
+        root = self.current_partition.extras.get('scratch')
+        if root:
+            return os.path.join(root, f'ioregress-{self.hashcode}-{os.getpid()}-{int(time.time())}')
         return os.path.join(self.stagedir, 'data')
 
     @run_before('run')
@@ -172,17 +194,22 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
             params.setdefault('pagepool', '1')
         for key, val in sorted(params.items()):
             opts += ['--param', f'{key}={val}']
-        prerun = [f'mkdir -p {shlex.quote(self.iob_run_dir)}']
+        run_dir = shlex.quote(self.iob_run_dir)
+        # the marker before any data: the next nightly's sweep (scratch.py) removes a run dir
+        # a killed job left behind, and only directories that carry it
+        prerun = [f'mkdir -p {run_dir}', f'printf "%s\\n" {shlex.quote(scratch.marker_text(self.display_name))} '
+                  f'> {run_dir}/{scratch.MARKER}']
         for ext in EXTENSIONS:
             opts += getattr(self, f'{ext}_iobench_args')()
             prerun += getattr(self, f'{ext}_prepare')(self.iob_run_dir) or []
         # run dir and striping first, then whatever the check itself asked for
         self.prerun_cmds = prerun + list(self.prerun_cmds)
         self.executable_opts = [shlex.quote(o) for o in opts]
-        if self.current_partition.extras.get('scratch') and not self.keep_data:
-            # iobench deletes its files; drop the then empty run dir (left alone if not empty).
+        if not self.keep_data:
+            # iobench deletes its files; what it left is listed for sanity, then the run dir goes
             self.postrun_cmds = list(self.postrun_cmds) + [
-                f'rmdir {shlex.quote(self.iob_run_dir)} 2>/dev/null || true']
+                f'(cd {run_dir} && find . -mindepth 1 ! -name {scratch.MARKER} | sort) '
+                f'> {scratch.LEFTOVER} 2>/dev/null', f'rm -rf {run_dir}']
         self.keep_files = self.keep_files + ['result.json']
 
     # ---- after the run: result document, perflog fields ------------------------------------
@@ -201,6 +228,18 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
             prov[ext] = getattr(self, f'{ext}_provenance')()
         self.iob_provenance = results.compact_json(prov)
 
+    def _leftover_problems(self):
+        # every rank's files, whatever the rank count: the run dir itself, not iobench's list
+        if self.keep_data:
+            return []
+        try:
+            with open(os.path.join(self.stagedir, scratch.LEFTOVER)) as fp:
+                left = [ln.strip() for ln in fp if ln.strip()]
+        except OSError:
+            return [f'{scratch.LEFTOVER} missing: postrun did not list the run directory']
+        return [f'{len(left)} entries left in the run directory by iobench: {", ".join(left[:3])}'] \
+            if left else []
+
     def _stderr_tail(self, lines=3):
         try:
             with open(os.path.join(self.stagedir, str(self.stderr))) as fp:
@@ -217,6 +256,7 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
         if self.iob_result is not None:
             for ext in EXTENSIONS:
                 found += getattr(self, f'{ext}_sanity')()
+        found += self._leftover_problems()
         if found:
             raise SanityError('; '.join(found))
         return sn.defer(True)

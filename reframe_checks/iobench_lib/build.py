@@ -11,6 +11,7 @@ How it is built is a partition choice, `extras['iobench_build']`:
 import importlib
 import os
 import pathlib
+import shlex
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -38,6 +39,14 @@ class IOBenchBuild(rfm.CompileOnlyRegressionTest):
     backends = variable(typ.List[str], value=[])
     #: Filled before sanity: how it was built, for the checks' provenance.
     build_provenance = variable(dict, value={})
+    #: A CMake build directory of this checkout's src/ (iobench + iobench-features.txt) to use
+    #: instead of compiling again: $IOREGRESS_IOBENCH_DIR (tests share one build across their
+    #: ReFrame runs). Ignored with cmake_options, a non-default build_type or iobench_build spack.
+    prebuilt_dir = variable(str, value=os.environ.get('IOREGRESS_IOBENCH_DIR', ''))
+
+    def _prebuilt(self):
+        return (self.prebuilt_dir if self.prebuilt_dir and self._how() == 'cmake'
+                and not self.cmake_options and self.build_type == 'Release' else None)
 
     def _how(self):
         return self.current_partition.extras.get('iobench_build', 'cmake')
@@ -54,6 +63,9 @@ class IOBenchBuild(rfm.CompileOnlyRegressionTest):
         how = self._how()
         if how == 'spack':
             self._spack().configure(self)
+        elif self._prebuilt():
+            self.build_system = 'CustomBuild'
+            self.build_system.commands = [f'test -x {shlex.quote(self._prebuilt())}/iobench']
         elif how == 'cmake':
             extras = self.current_environ.extras
             prefixes = extras.get('cmake_prefix_path', [])
@@ -75,13 +87,18 @@ class IOBenchBuild(rfm.CompileOnlyRegressionTest):
         if self._how() == 'spack':
             self.iobench_path, self.backends, self.build_provenance = self._spack().locate(self)
             return
-        self.iobench_path = os.path.join(self.stagedir, 'build', 'iobench')
-        features = os.path.join(self.stagedir, 'build', 'iobench-features.txt')
+        build_dir = self._prebuilt() or os.path.join(self.stagedir, 'build')
+        self.iobench_path = os.path.join(build_dir, 'iobench')
+        features = os.path.join(build_dir, 'iobench-features.txt')
         try:
             with open(features) as fp:
                 self.backends = fp.read().split()
         except OSError:
             self.backends = []
+        if self._prebuilt():
+            self.build_provenance = {'build': 'prebuilt', 'dir': self._prebuilt(),
+                                     'backends': self.backends}
+            return
         self.build_provenance = {'build': 'cmake', 'build_type': self.build_type,
                                  'cmake_prefix_path': self.current_environ.extras.get(
                                      'cmake_prefix_path', []),

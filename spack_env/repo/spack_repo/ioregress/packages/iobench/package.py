@@ -16,19 +16,34 @@ BACKEND_VARIANTS = {
 
 class Iobench(CMakePackage):
     """iobench: one MPI C benchmark for parallel I/O (POSIX, MPI-IO, HDF5, ADIOS2, SIONlib)
-    with honest timing (data synced inside the timer, page cache defeated on reads)."""
+    with honest timing (data synced inside the timer, page cache defeated on reads).
+
+    Variants (each adds an iobench --backend; POSIX and MPI-IO are always built):
+      +hdf5     parallel HDF5 >= 1.10: H5Pset_all_coll_metadata_ops / H5Pset_coll_metadata_write
+                (collective metadata, the MDDatasets check) appeared in 1.10.0
+      +adios2   ADIOS2 >= 2.8 with MPI: the BP5 engine (adios2:bp5, the default nightly mode)
+                appeared in 2.8.0; BP4 and the HDF5 engine are used as the ADIOS2 build has them
+      +sionlib  SIONlib task-local containers (independent, collective, collectivemerge)
+    The floors matter with `concretizer: reuse: true`: without them an older installed HDF5 or
+    ADIOS2 would be reused and fail at build time (HDF5) or at run time (no BP5 engine).
+    """
+
+    homepage = "https://github.com/ioregress/ioregress"
+    license("BSD-3-Clause")
+    maintainers("ioregress")
 
     version("0.1.0")
 
-    variant("hdf5", default=True, description="Parallel HDF5 backend")
-    variant("adios2", default=False, description="ADIOS2 backend (BP4/BP5/HDF5 engines)")
-    variant("sionlib", default=False, description="SIONlib backend")
+    variant("hdf5", default=True, description="Parallel HDF5 backend (HDF5 >= 1.10, +mpi)")
+    variant("adios2", default=False,
+            description="ADIOS2 backend: BP5, BP4 and HDF5 engines (ADIOS2 >= 2.8, +mpi)")
+    variant("sionlib", default=False, description="SIONlib backend (task-local containers)")
 
     depends_on("c", type="build")
     depends_on("cmake@3.18:", type="build")
     depends_on("mpi")
-    depends_on("hdf5+mpi", when="+hdf5")
-    depends_on("adios2+mpi", when="+adios2")
+    depends_on("hdf5@1.10:+mpi", when="+hdf5")
+    depends_on("adios2@2.8:+mpi", when="+adios2")
     depends_on("sionlib", when="+sionlib")
 
     def cmake_args(self):
