@@ -43,10 +43,11 @@ def perflog_sizes(results):
     return {p: p.stat().st_size for p in perflogs.rglob('*.log')} if perflogs.exists() else {}
 
 
-def redate(results, sizes, night):
-    """Move the perflog lines appended since ``sizes`` (path -> bytes) to ``night`` (YYYY-MM-DD)."""
+def redate_perflogs(perflogs, sizes, night):
+    """Move the lines of a perflog directory appended since ``sizes`` (path -> bytes) to
+    ``night`` (YYYY-MM-DD), in place (same length)."""
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat().encode()
-    for path in (Path(results) / 'perflogs').rglob('*.log'):
+    for path in Path(perflogs).rglob('*.log'):
         start = sizes.get(path, 0)
         with open(path, 'r+b') as fp:
             fp.seek(start)
@@ -55,6 +56,12 @@ def redate(results, sizes, night):
             lines = [night.encode() + ln[10:] if ln[:10] == today else ln for ln in lines]
             fp.seek(start)
             fp.write(b'\n'.join(lines))
+
+
+def redate(results, sizes, night):
+    """A run's perflog lines (appended since ``sizes``) and its verdict moved to ``night``."""
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat().encode()
+    redate_perflogs(Path(results) / 'perflogs', sizes, night)
     shutil.rmtree(Path(results) / 'cache', ignore_errors=True)   # the ingest cache saw the old dates
     # the run's verdict names its night too (detect --runs reads earlier unconfirmed flags)
     verdict = Path(results) / 'latest' / 'post' / 'verdict.json'
@@ -72,6 +79,16 @@ def base_env():
                 PYTHONPATH=str(REPO))
 
 
+def nightly(results, names=(), env=None, timeout=3600):
+    """One `ci/nightly.sh --tag quick --system local` into ``results``: the CompletedProcess."""
+    cmd = [str(REPO / 'ci' / 'nightly.sh'), '--tag', 'quick', '--system', 'local',
+           '--results', str(results)]
+    for n in names:
+        cmd += ['--name', n]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env or base_env(),
+                          timeout=timeout)
+
+
 def run_night(results, i, names=(), fault=None, lib=None, env=None, timeout=3600):
     """One nightly (quick suite on `local`) as night ``i`` (0-based), then re-dated.
 
@@ -79,13 +96,9 @@ def run_night(results, i, names=(), fault=None, lib=None, env=None, timeout=3600
     run_env = dict(env or base_env())
     if fault:
         run_env.update(FAULTS[fault], LD_PRELOAD=str(lib))
-    cmd = [str(REPO / 'ci' / 'nightly.sh'), '--tag', 'quick', '--system', 'local',
-           '--results', str(results)]
-    for n in names:
-        cmd += ['--name', n]
     sizes = perflog_sizes(results)
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=run_env, timeout=timeout)
+    proc = nightly(results, names, run_env, timeout)
     seconds = time.monotonic() - t0
     redate(results, sizes, night_of(i))     # the verdict's nights too
     verdict_path = Path(results) / 'latest' / 'post' / 'verdict.json'

@@ -29,7 +29,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / 'tests'))
-from test_verdicts_e2e import redate  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
+from nights import redate_perflogs as redate  # noqa: E402
 
 pytestmark = pytest.mark.reframe
 FIRST = datetime.date(2026, 3, 1)
