@@ -34,7 +34,7 @@ from nights import redate_perflogs as redate  # noqa: E402
 
 pytestmark = pytest.mark.reframe
 FIRST = datetime.date(2026, 3, 1)
-NAMES = ['BenchIO.*hdf5:independent', 'BenchIO.*posix:fpp']
+NAMES = ['BenchIO.*ranks=2.*hdf5:independent', 'BenchIO.*ranks=2.*posix:fpp']
 CLEAN = 6
 NOTE = 'HDF5 1.12.3 stack, trial'
 DARSHAN_LIB = os.environ.get('IOREGRESS_DARSHAN_LIB') or '/opt/darshan/lib/libdarshan.so'

@@ -134,10 +134,15 @@ class NightJudge:
         v_new = math.fsum(hl_var_factor(n_of[u]) * s2 / n_of[u] for u in new)
         e_hist = math.fsum(hl_var_factor(n_of[u]) * s2 / n_of[u] for u in hist) / h
         est = math.fsum(levels[u] for u in new) / m - robust_level(r_hist)
-        V, dof, V_own, dof_own = self.spread.get(track) or _own_spread(r_hist)
+        d_within = self.sigma2[track][1]
+        if track not in self.spread:
+            # too few series to moderate the spread (a small suite): the series' own evidence
+            V, d = _own_spread(r_hist)[:2]
+            z, dof = _own_z(est, v_new, m, h, V, e_hist, d, d_within)
+            return Evidence(est, z, dof, z, dof)
+        V, dof, V_own, dof_own = self.spread[track]
         z = est / _sd(v_new, m, h, V, e_hist)
-        z_own, dof_own = _own_z(est, v_new, m, h, max(V_own, V), e_hist, dof_own,
-                                self.sigma2[track][1])
+        z_own, dof_own = _own_z(est, v_new, m, h, max(V_own, V), e_hist, dof_own, d_within)
         return Evidence(est, z, dof, z_own, dof_own)
 
 
