@@ -25,6 +25,8 @@ from postprocess.detect.changepoint import change_start  # noqa: E402
 from postprocess.detect.suite import detect  # noqa: E402
 from postprocess.history.perflog import read_perflogs  # noqa: E402
 from postprocess.history.store import History  # noqa: E402
+sys.path.insert(0, str(REPO / 'tests'))
+from simruns import record  # noqa: E402
 
 SYNTH = REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic'
 MiB = 2 ** 20
@@ -51,15 +53,11 @@ def runs_for(nights, checks=40, reps=10, cv=0.15, seed=1, factor=lambda night, c
             params = ('backend=fio,bs=1M,mode=seq,pattern=fio,ranks=1,size=64MiB,stripe=default'
                       if c == 0 else f'backend=posix,mode=fpp,pattern=benchio,ranks=2,size={c}')
             name = 'BaselineFio' if c == 0 else f'Sim %id={c}'
-            reps_d = {}
+            bws = {}
             for phase in ('write', 'read'):
                 bw = medians[c] * factor(night, c, phase) * np.exp(rng.normal(0, sigma, reps))
-                reps_d[phase] = [(16.0 * MiB, 16.0 / b) for b in bw]
-            out.append({'time': when + datetime.timedelta(seconds=10 * c), 'system': 'sim',
-                        'partition': 'p1', 'environ': 'gnu', 'check': name, 'params': params,
-                        'param_dict': dict(kv.split('=') for kv in params.split(',')),
-                        'jobid': str(c), 'result': 'pass', 'reps': reps_d, 'provenance': {},
-                        'perf': {}, 'reframe': '', 'session': session, 'source': 'test'})
+                bws[phase] = bw
+            out.append(record(when, c, name, params, bws, session))
     return out
 
 

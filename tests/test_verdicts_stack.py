@@ -19,6 +19,8 @@ sys.path.insert(0, str(REPO))
 from postprocess.detect.cli import past_unconfirmed  # noqa: E402
 from postprocess.detect.suite import detect  # noqa: E402
 from postprocess.history.store import History  # noqa: E402
+sys.path.insert(0, str(REPO / 'tests'))
+from simruns import record  # noqa: E402
 from postprocess.report import verdict as report_verdict  # noqa: E402
 
 MiB = 2 ** 20
@@ -44,18 +46,14 @@ def runs(nights, checks=18, reps=3, cv=0.08, night_cv=0.03, seed=2, factor=None,
             params = (f'backend={backend},mode=x,pattern=benchio,ranks=2,size={c}' if c
                       else 'backend=fio,bs=1M,mode=seq,pattern=fio,ranks=1,size=64MiB')
             name = 'BaselineFio' if c == 0 else f'BenchIO %id={c}'
-            reps_d = {}
+            bws = {}
             for phase in ('write', 'read'):
                 level = medians[c] * np.exp(rng.normal(0, tau))
                 level *= (factor(night, backend, phase, c) if factor else 1.0)
                 level *= first_run if night == 0 else 1.0
                 bw = level * np.exp(rng.normal(0, sigma, reps))
-                reps_d[phase] = [(16.0 * MiB, 16.0 / b) for b in bw]
-            out.append({'time': when + datetime.timedelta(seconds=10 * c), 'system': 'sim',
-                        'partition': 'p1', 'environ': 'gnu', 'check': name, 'params': params,
-                        'param_dict': dict(kv.split('=') for kv in params.split(',')),
-                        'jobid': str(c), 'result': 'pass', 'reps': reps_d, 'provenance': {},
-                        'perf': {}, 'reframe': '', 'session': None, 'source': 'test'})
+                bws[phase] = bw
+            out.append(record(when, c, name, params, bws, None))
     return out
 
 

@@ -1,0 +1,15 @@
+"""One simulated run record, as postprocess/history reads a perflog line (tests of the verdict)."""
+import datetime
+
+MiB = 2 ** 20
+
+
+def record(when, c, name, params, bandwidths, session=None):
+    """Check number ``c`` (jobid, seconds after ``when``) with {phase: [MiB/s per repetition]},
+    each repetition 16 MiB."""
+    reps = {phase: [(16.0 * MiB, 16.0 / b) for b in bw] for phase, bw in bandwidths.items()}
+    return {'time': when + datetime.timedelta(seconds=10 * c), 'system': 'sim', 'partition': 'p1',
+            'environ': 'gnu', 'check': name, 'params': params,
+            'param_dict': dict(kv.split('=') for kv in params.split(',')), 'jobid': str(c),
+            'result': 'pass', 'reps': reps, 'provenance': {}, 'perf': {}, 'reframe': '',
+            'session': session, 'source': 'test'}
