@@ -141,7 +141,7 @@ class NightJudge:
             z, dof = _own_z(est, v_new, m, h, V, e_hist, d, d_within)
             return Evidence(est, z, dof, z, dof)
         V, dof, V_own, dof_own = self.spread[track]
-        z = est / _sd(v_new, m, h, V, e_hist)
+        z = _own_z(est, v_new, m, h, V, e_hist, dof, d_within)[0]   # its dof: the moderated V's
         z_own, dof_own = _own_z(est, v_new, m, h, max(V_own, V), e_hist, dof_own, d_within)
         return Evidence(est, z, dof, z_own, dof_own)
 
@@ -152,13 +152,6 @@ Evidence = collections.namedtuple('Evidence', 'est z dof z_own dof_own')
 def _own_spread(r_hist):
     v = robust_var(r_hist)
     return v, max(len(r_hist) - 1, 1), v, max(len(r_hist) - 1, 1)
-
-
-def _sd(v_new, m, h, V, e_hist):
-    """SD of (mean of m new levels) - (robust level of h history levels)."""
-    tau2 = max(V - e_hist, 0.0)
-    var = v_new / m ** 2 + tau2 / m + level_var_factor(h) * max(V, e_hist) / h
-    return math.sqrt(var) if var > 0 else 1e-12
 
 
 def _own_z(est, v_new, m, h, V, e_hist, d_tau, d_within):
