@@ -113,7 +113,7 @@ def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
     base = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
                 PYTHONPATH=str(REPO), IOREGRESS_REPORT_URL='https://ci.example.org/ioregress/')
     base.pop('IOREGRESS_RESULTS_DB', None)
-    statuses, told = [], []
+    statuses, told, outs = [], [], []
     with webhook() as (port, received):
         base['IOREGRESS_NOTIFY'] = f'json://127.0.0.1:{port}/night'
         for i in range(5):
@@ -125,13 +125,17 @@ def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
             env = dict(base, IOREGRESS_SCRATCH='/proc/ioregress-no-such-dir') if i == 4 else base
             proc = nightly(results, FAST, env)
             statuses.append(proc.returncode)
+            outs.append(proc.stdout[-4000:] + proc.stderr[-2000:])
             told.append(len(received))
             night = (FIRST_NIGHT + datetime.timedelta(days=i)).isoformat()
             redate(perflogs, sizes, night)
             redate_db(results / 'reframe.db', since, night)
             shutil.rmtree(results / 'cache', ignore_errors=True)
-        out = proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert statuses == [0, 0, 0, 3, 1], out
+        out = outs[-1]
+    # on a mismatch, the output of the first night that differs (not only the last one's)
+    wrong = next((i for i, (got, want) in enumerate(zip(statuses, [0, 0, 0, 3, 1]))
+                  if got != want), -1)
+    assert statuses == [0, 0, 0, 3, 1], f'night {wrong}: {outs[wrong]}'
     # one message, on the red night: its verdict lines and the page's published address; the
     # failing run of the same night is not told again (tests/test_notify.py: 'RED (failed)')
     assert told == [0, 0, 0, 1, 1], out

@@ -152,8 +152,11 @@ def test_red_night_names_the_hdf5_change(nights):
         'HDF5 1.10.8 → 1.12.3' in under, summary
     assert f': {NOTE}' in summary and 'note on ' in summary, summary
     assert 'machine (' in summary and 'load' in summary, summary
-    # posix:fpp did not change: not flagged
-    assert not any('REGRESSION' in ln and 'posix' in ln for ln in lines), summary
+    # posix:fpp did not use HDF5: a posix finding (a loaded machine can move that series for real
+    # on a clean night, as in CI once: -15 % since the night before, confirmed) never blames it
+    for k, ln in enumerate(lines):
+        if 'REGRESSION' in ln and 'posix' in ln:
+            assert 'HDF5' not in lines[k + 1], summary
     detect = json.loads((red['dir'] / 'post' / 'detect.json').read_text())
     hdf5 = [f for f in detect if 'hdf5' in f['params'] and f['phase'] == 'write'][0]
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
