@@ -250,7 +250,7 @@ if ((detect_status > 1)); then
     say "postprocess detect failed (status $detect_status)"
 elif [[ -e "$run/post/detect.json" ]]; then
     # Tonight's verdict (postprocess/detect/verdict.py) -> $run/post/verdict.json: the findings about
-    # the checks this run ran. Flags are re-run once, right away, with more repetitions, into the run
+    # the checks this run ran. Flags are re-run right away, as tonight ran them, into the run
     # directory (never the history: no fake night); a flag that does not reproduce is `unconfirmed`
     # (shown, exit 0). Killed meanwhile: verdict.json says "confirmation": "pending".
     confirm_repeat="${IOREGRESS_CONFIRM_REPEAT:-10}"      # 0: no confirmation re-run
@@ -258,19 +258,22 @@ elif [[ -e "$run/post/detect.json" ]]; then
     verdict() { (cd "$REPO" && "$PYTHON" -m postprocess verdict --detect "$run/post/detect.json" \
                  --report "$run/report.json" --json "$run/post/verdict.json" "$@"); }
     rerun_list=()
-    ((confirm_repeat > 0)) && rerun_list=(--rerun-list "$run/post/rerun.txt")
+    ((confirm_repeat > 0)) && rerun_list=(--rerun-list "$run/post/rerun.txt" --rerun-runs "$run/post/rerun.runs"
+                                          --confirm-repeat "$confirm_repeat")
     verdict "${rerun_list[@]}"
     verdict_status=$?
     if ((verdict_status == 3 && confirm_repeat > 0)) && [[ -s "$run/post/rerun.txt" ]]; then
         stage=confirmation
         selectors=()
         while read -r sel; do [[ -n "$sel" ]] && selectors+=(-n "$sel"); done < "$run/post/rerun.txt"
-        say "confirmation: re-running $((${#selectors[@]} / 2)) check(s) with repeat=$confirm_repeat -> $run/confirm"
+        # whole runs as tonight's (each repetition where it sat tonight), >= confirm_repeat in all
+        runs=$(cat "$run/post/rerun.runs" 2>/dev/null); [[ "$runs" =~ ^[1-9][0-9]*$ ]] || runs=1
+        say "confirmation: re-running $((${#selectors[@]} / 2)) check(s), $runs run(s) as tonight's -> $run/confirm"
         mkdir -p "$run/confirm/perflogs"
         confirm_suite() {
             # not a night: kept out of the results DB as out of the history perflogs
             (cd "$run/confirm" && RFM_ENABLE_RESULTS_STORAGE=n "$REFRAME" -C "$config" \
-                -c "$REPO/reframe_checks" "${sysargs[@]}" -r "${selectors[@]}" -S "repeat=$confirm_repeat" \
+                -c "$REPO/reframe_checks" "${sysargs[@]}" -r "${selectors[@]}" --repeat "$runs" \
                 --prefix "$run/confirm" \
                 --perflogdir "$run/confirm/perflogs" --report-file "$run/confirm/report.json" --nocolor \
                 "${extra[@]}") > "$run/confirm/reframe.out" 2>&1

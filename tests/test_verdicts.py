@@ -260,6 +260,16 @@ def test_verdict_cli_exit_status_rerun_list_and_json(tmp_path):
     assert [f['phase'] for f in doc['findings'] if f['status'] == 'regression'] == ['write']
     assert len(rerun.read_text().split()) == 2              # the regression and the improvement
     assert all(line.startswith('/') for line in rerun.read_text().split())
+    # whole runs as tonight's: 3 repetitions a run -> 4 runs give the 10 wanted; 10 a run -> 1
+    runs = tmp_path / 'rerun.runs'
+    for repeat, want in ((3, '4'), (10, '1')):
+        doc = report_for(findings)
+        for case in doc['runs'][0]['testcases']:
+            case['repeat'] = repeat
+        report.write_text(json.dumps(doc))
+        proc = pp('verdict', '--detect', det, '--report', report, '--json', out, '--rerun-list',
+                  rerun, '--rerun-runs', runs, '--confirm-repeat', '10')
+        assert proc.returncode == 3 and runs.read_text().strip() == want, proc.stderr
     # a run that did not run the flagged check is not failed by it
     report.write_text(json.dumps({'runs': [{'testcases': []}]}))
     proc = pp('verdict', '--detect', det, '--report', report, '--json', out)

@@ -34,6 +34,11 @@ def register(subparsers):
     v.add_argument('--json', required=True, metavar='FILE', help='verdict document (atomically)')
     v.add_argument('--rerun-list', metavar='FILE',
                    help='write the ReFrame -n selectors (/hash) of the checks to re-run')
+    v.add_argument('--rerun-runs', metavar='FILE',
+                   help='with --rerun-list: write how many whole runs of those checks (ReFrame '
+                        '--repeat) give --confirm-repeat repetitions each')
+    v.add_argument('--confirm-repeat', type=int, default=10, metavar='N',
+                   help='repetitions the confirmation re-run wants of each check (default 10)')
     v.add_argument('--confirm-perflogs', metavar='DIR',
                    help="the re-run's perflog directory: judge flags against the same history "
                         '(needs --perflogs and --system)')
@@ -73,6 +78,9 @@ def run_verdict(args):
     if args.rerun_list:
         targets = verdict.rerun_targets(tonight, report) if stage == 'pending' else []
         atomic.write_text(args.rerun_list, ''.join(t + '\n' for t in targets))
+        if args.rerun_runs:
+            runs = verdict.rerun_runs(tonight, report, max(args.confirm_repeat, 1)) if targets else 0
+            atomic.write_text(args.rerun_runs, f'{runs}\n')
     doc = verdict.summary(tonight, stage)
     atomic.write_text(args.json, json.dumps(doc, indent=1, default=str) + '\n')
     for f in doc['findings']:

@@ -6,7 +6,8 @@ confirmation by a re-run of the flagged checks.
   an old night); a `system` finding counts for the partitions tonight's run used.
 * ``rerun_targets``: what to re-run: every check behind a flagged series; for a flagged common
   factor, the fio baseline and a few checks of that partition that moved just like it (the re-run
-  must see several typical series to estimate the machine's state again).
+  must see several typical series to estimate the machine's state again); ``rerun_runs``: how many
+  whole runs of them (each with tonight's repetitions, where each repetition sat tonight).
 * ``confirm``: the re-run's repetitions form one extra night, labelled ``<night> confirm``, judged
   by the same detector (postprocess/detect/suite.py): each flagged series' re-run alone against
   its history before the change, Holm over the flags at ``alpha_confirm`` (the second stage of
@@ -22,19 +23,20 @@ from postprocess.history.store import History
 
 FLAGS = ('regression', 'improvement')
 CONFIRM_LABEL = ' confirm'
-MAX_SYSTEM_RERUN = 4        # checks re-run to confirm a moving common factor (fio excluded)
+MAX_SYSTEM_RERUN = 6        # checks re-run to confirm a moving common factor (fio excluded)
 MAX_GROUP_RERUN = 6         # members re-run to confirm a moving group
 
 
-def _ran(report):
-    """{(system, partition, environ, check): hash} of the checks that passed in report.json."""
+def _ran(report, field=None):
+    """{(system, partition, environ, check): hash} of the checks that passed in report.json
+    (``field``: that field of each case instead of its hash)."""
     out = {}
     for run in report.get('runs', []):
         for case in run.get('testcases', []):
             if case.get('result') == 'pass':
                 name = case.get('display_name') or case.get('name')
                 out[(case.get('system'), case.get('partition'), case.get('environ'), name)] = \
-                    case.get('hashcode') or case.get('hash')
+                    case.get(field) if field else (case.get('hashcode') or case.get('hash'))
     return out
 
 
@@ -59,6 +61,23 @@ def scope_tonight(findings, report):
 def rerun_targets(findings, report):
     """ReFrame ``-n`` selectors (``/<hash>``) of the checks to re-run, sorted, without repeats."""
     ran = _ran(report)
+    return sorted(f'/{ran[k]}' for k in _rerun_keys(findings) if ran.get(k))
+
+
+def rerun_runs(findings, report, repetitions):
+    """How many whole runs of the re-run checks give each at least ``repetitions`` repetitions.
+
+    The re-run repeats each check as tonight ran it (ReFrame ``--repeat``), not with more
+    repetitions in one process: iobench's first repetitions run slower than its later ones (warm
+    caches and allocations; up to 2x for the quick suite's 4 MiB here), so the median of 10 in one
+    process is not comparable with the history's medians of 3, and a real slowdown read as none."""
+    repeat = _ran(report, 'repeat')
+    per_run = [repeat.get(k) for k in _rerun_keys(findings)]
+    per_run = [r for r in per_run if isinstance(r, int) and r > 0]
+    return max(1, -(-repetitions // min(per_run))) if per_run else 1
+
+
+def _rerun_keys(findings):
     chosen = set()
     for f in findings:
         if f['status'] not in FLAGS:
@@ -84,7 +103,7 @@ def rerun_targets(findings, report):
             chosen.update(_key(g) for g in base + typical)
         else:
             chosen.add(_key(f))
-    return sorted(f'/{ran[k]}' for k in chosen if ran.get(k))
+    return chosen
 
 
 def _key(f):
