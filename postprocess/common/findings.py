@@ -28,8 +28,10 @@ def many_label(f):
     if f.get('scope') == 'group':
         moved = f' ({f["moved"]} of {f["members"]})' if f.get('members') else ''
         return f'{group_label(f)}{moved}'
-    if f.get('scope') == 'stack':
-        return 'all iobench checks, fio unchanged: the I/O stack above the filesystem'
     fio = f.get('fio_change')
+    if f.get('scope') == 'stack':
+        # fio "unchanged": not moved beyond its own night-to-night spread (detect/factors.py)
+        spread = f' ({fio:+.0%}, within its spread)' if isinstance(fio, (int, float)) else ''
+        return f'all iobench checks, fio unchanged{spread}: the I/O stack above the filesystem'
     return ('all checks and fio' + (f' ({fio:+.0%})' if isinstance(fio, (int, float)) else '')
             + ': the filesystem or the partition')

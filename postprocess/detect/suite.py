@@ -9,7 +9,8 @@ Per system, nights in order (a night = every session of the system that started 
    so 3 repetitions still give a usable scale.
 2. Many series at once (detect/factors.py). Per partition and phase, the iobench checks' common
    factor c (median polish; fio left out: it is the filesystem's own reading): a moving factor is
-   ONE finding, ``stack`` when fio stayed, ``system`` when fio moved with it. The checks of one
+   ONE finding, ``stack`` when fio stayed, ``system`` when fio moved with it (beyond its own
+   night-to-night spread: one-sided p < ``alpha_fio``). The checks of one
    library or check family are one more level each (``group``). Series are judged on their
    residual r = level - c (fio on its own level).
 3. Evidence. A series' residual tonight, pooled with the consecutive nights just before it that
@@ -150,11 +151,14 @@ class _Many:
             sid = self.history.sessions[present[0].sid[x['track'].t_now]]['id']
             change = None if x['est'] is None else math.expm1(x['est'])
             if x['kind'] == 'factor':
-                fio = factors.baseline_change(present, self.keys_of, x['track'].t_now, x['hist'])
+                fio, fio_p = factors.baseline_change(present, self.keys_of, x['track'].t_now,
+                                                     x['hist'])
                 # fio moved with the checks: by half their change, or by a change of its own
-                # (10 %) -- the filesystem then has a part in it, whatever the stack adds
+                # (10 %), beyond its own night-to-night spread -- the filesystem then has a part
+                # in it, whatever the stack adds
                 moved_too = (fio is not None and change is not None and fio * change > 0
-                             and abs(fio) >= min(abs(change) / 2.0, 0.1))
+                             and abs(fio) >= min(abs(change) / 2.0, 0.1)
+                             and fio_p < self.opt['alpha_fio'])
                 scope = 'system' if fio is None or moved_too else 'stack'
                 extra = {'fio_change': fio}
                 n = len(present)
