@@ -28,13 +28,22 @@ class VictoriaMetrics:
     def flush(self):
         urllib.request.urlopen(self.url + '/internal/force_flush', timeout=10).read()
 
-    def export(self, match):
-        """Raw samples of the series matching a PromQL selector: [(labels, values, stamps ms)]."""
-        self.flush()
-        q = urllib.parse.urlencode({'match[]': match})
-        with urllib.request.urlopen(f'{self.url}/api/v1/export?{q}', timeout=10) as r:
-            rows = [json.loads(ln) for ln in r.read().decode().splitlines() if ln.strip()]
-        return [(r['metric'], r['values'], r['timestamps']) for r in rows]
+    def export(self, match, expect=None, wait=15.0):
+        """Raw samples of the series matching a PromQL selector: [(labels, values, stamps ms)].
+
+        ``expect``: poll (up to ``wait`` s) until that many series are there. New series become
+        searchable only once VictoriaMetrics has written them to its per-day index, which it does
+        in the background even after /internal/force_flush: in CI a check's series sent seconds
+        earlier were missing from an export that already had a later check's."""
+        deadline = time.monotonic() + wait
+        while True:
+            self.flush()
+            q = urllib.parse.urlencode({'match[]': match})
+            with urllib.request.urlopen(f'{self.url}/api/v1/export?{q}', timeout=10) as r:
+                rows = [json.loads(ln) for ln in r.read().decode().splitlines() if ln.strip()]
+            if expect is None or len(rows) >= expect or time.monotonic() > deadline:
+                return [(r['metric'], r['values'], r['timestamps']) for r in rows]
+            time.sleep(0.5)
 
     def query(self, promql, at):
         """PromQL instant query at unix time ``at``: [(labels, value)]."""

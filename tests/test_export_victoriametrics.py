@@ -71,9 +71,6 @@ def grafana_substitute(expr):
     return re.sub(r'\$(system|partition|check)\b', '.*', expr)
 
 
-@pytest.mark.xfail(strict=False, reason='since the merge of 2026-11-23 (issues 19-22) the BenchIO '
-                   "check's values do not all reach the store (0-2 of 11 exported); not yet "
-                   'understood, issue 21 stays open')
 def test_values_and_findings_reach_victoriametrics(tmp_path):
     with victoria_metrics(tmp_path) as vm:
         settings = checkout_with_export(tmp_path, vm.url)
@@ -82,9 +79,10 @@ def test_values_and_findings_reach_victoriametrics(tmp_path):
         assert 'httpjson' not in proc.stdout + proc.stderr      # no warning: every record sent
         runs, diag = read_perflogs(tmp_path / 'rf' / 'perflogs')
         assert list(diag) == [] and len(runs) == 2
-        sent = vm.export('{__name__=~"ioregress_.+"}')
+        values = sum(len(r['perf']) for r in runs)
+        sent = vm.export('{__name__=~"ioregress_.+"}', expect=values)
         # every perflog value is there, with its labels, at its completion time (ms)
-        assert len(sent) == sum(len(r['perf']) for r in runs)
+        assert len(sent) == values
         for run in runs:
             for var, perf in run['perf'].items():
                 [(labels, values, stamps)] = [s for s in sent if s[0]['__name__'] == f'ioregress_{var}'
@@ -124,9 +122,9 @@ def test_values_and_findings_reach_victoriametrics(tmp_path):
         proc = postprocess('export-findings', '--run', str(run_dir), '--system', 'local',
                            '--config', str(settings))
         assert proc.returncode == 0 and '3 finding(s) ->' in proc.stdout, proc.stdout + proc.stderr
-        got = {s[0]['scope']: s for s in vm.export('ioregress_finding{status="regression"}')}
+        got = {s[0]['scope']: s for s in vm.export('ioregress_finding{status="regression"}', expect=2)}
         assert set(got) == {'series', 'system'}
-        [(other, _, _)] = vm.export('ioregress_finding{status!="regression"}')
+        [(other, _, _)] = vm.export('ioregress_finding{status!="regression"}', expect=1)
         assert other['confirmation'] == 'not reproduced' and 'since' not in other   # empty labels are no labels
         labels, values, stamps = got['series']
         assert (labels['since'], labels['change'], labels['status'], labels['check']) == \
@@ -201,7 +199,7 @@ def test_nightly_sends_values_when_the_system_file_says_so(tmp_path):
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
         runs, _ = read_perflogs(results / 'perflogs')
         [run] = runs
-        sent = {s[0]['__name__']: s for s in vm.export('{system="local"}')}
+        sent = {s[0]['__name__']: s for s in vm.export('{system="local"}', expect=len(run['perf']))}
         assert set(sent) == {f'ioregress_{v}' for v in run['perf']}
         for var, perf in run['perf'].items():
             assert sent[f'ioregress_{var}'][1] == [pytest.approx(perf['value'], rel=1e-6)]
