@@ -15,12 +15,15 @@ Each run (--runs) starts a fresh results tree.
 
     python bench/real_replay.py --nights 14 --short 10 --runs 2 --out /tmp/replay --json FILE
     python bench/real_replay.py --summarize FILE      # the tables again from a saved JSON
+    python bench/real_replay.py --effects OUT/run1    # what the faults did to the measurements
 
 A night of the quick suite takes ~40-90 s here (plus a confirmation re-run when something is
 flagged); 14 nights x 2 runs with 4 scenarios and the short replay: 44 nightly runs, ~1 h.
 """
 import argparse
 import json
+import math
+import statistics
 import shutil
 import sys
 import time
@@ -180,6 +183,46 @@ def print_table(rows, out=print):
             f"{sum(x['since_ok'] for x in s)}/{len(s)} |")
 
 
+def effects(run_dir, n_nights, out=print):
+    """What each fault did to the measurements of a replayed run (its scenarios' perflogs): per
+    phase, the common change of the faulted series (HDF5's for ``hdf5``: the median over series of
+    each one's change) on the slowed nights against the clean nights 4..N-2, beside the clean
+    nights' spread (SD of a series' nightly level, median over series; SD of the common change).
+    A fault is only findable when its change stands out of that spread."""
+    sys.path.insert(0, str(nights.REPO))
+    from postprocess.history.perflog import read_perflogs
+    out('| scenario | phase | series | common change, slowed nights | clean SD: series / common |')
+    out('|---|---|---|---|---|')
+    for scenario in SCENARIOS:
+        logs = Path(run_dir) / scenario / 'perflogs'
+        if not logs.exists():
+            continue
+        levels = {}
+        for r in read_perflogs(logs)[0]:
+            if 'backend=fio' in r['params'] or not r['reps']:
+                continue
+            for phase, reps in r['reps'].items():
+                bw = sorted(b / s for b, s in reps if s > 0)
+                if bw:
+                    levels.setdefault((r['check'], r['params'], phase), {})[r['time'].date()] = \
+                        math.log(bw[len(bw) // 2])
+        for phase in ('write', 'read'):
+            rows = []
+            for (check, params, ph), by in levels.items():
+                days = sorted(by)
+                if ph == phase and len(days) == n_nights and (scenario != 'hdf5' or 'backend=hdf5' in params):
+                    base = statistics.median(by[d] for d in days[JUDGED_FROM:-2])
+                    rows.append([by[d] - base for d in days])
+            if not rows:
+                continue
+            factor = [statistics.median(col) for col in zip(*rows)]
+            clean = slice(JUDGED_FROM, n_nights - 2)
+            pct = lambda x: f'{math.expm1(x):+.0%}'  # noqa: E731
+            out(f'| {scenario} | {phase} | {len(rows)} | {pct(factor[-2])}, {pct(factor[-1])} | '
+                f'{statistics.median(statistics.pstdev(r[clean]) for r in rows):.0%} / '
+                f'{statistics.pstdev(factor[clean]):.0%} |')
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--nights', type=int, default=14)
@@ -189,12 +232,17 @@ def main(argv=None):
     ap.add_argument('--out', default='/tmp/ioregress-replay')
     ap.add_argument('--json', help='write every night and the scores here')
     ap.add_argument('--summarize', metavar='JSON', help='print the tables of a saved replay')
+    ap.add_argument('--effects', metavar='RUN_DIR',
+                    help="what each fault did to a replayed run's measurements (OUT/runN)")
     ap.add_argument('--resume', action='store_true',
                     help="keep the clean nights already in --out's trees, run the scenarios again")
     args = ap.parse_args(argv)
     if args.summarize:
         doc = json.loads(Path(args.summarize).read_text())
         print_table(score(doc['runs'], doc['nights'], doc['short']))
+        return 0
+    if args.effects:
+        effects(args.effects, args.nights)
         return 0
     scenarios = [s for s in args.scenarios.split(',') if s]
     bad = [s for s in scenarios if s not in SCENARIOS]
@@ -220,6 +268,8 @@ def main(argv=None):
     if args.json:
         Path(args.json).write_text(json.dumps(doc, indent=1))
     print_table(score(doc['runs'], args.nights, args.short))
+    for r in range(1, args.runs + 1):
+        effects(out / f'run{r}', args.nights)
     return 0
 
 
