@@ -206,17 +206,17 @@ def effects(run_dir, n_nights, out=print):
                 if bw:
                     levels.setdefault((r['check'], r['params'], phase), {})[r['time'].date()] = \
                         math.log(bw[len(bw) // 2])
+        clean = slice(JUDGED_FROM, n_nights - 2)
         for phase in ('write', 'read'):
             rows = []
             for (check, params, ph), by in levels.items():
                 days = sorted(by)
                 if ph == phase and len(days) == n_nights and (scenario != 'hdf5' or 'backend=hdf5' in params):
-                    base = statistics.median(by[d] for d in days[JUDGED_FROM:-2])
+                    base = statistics.median(by[d] for d in days[clean])
                     rows.append([by[d] - base for d in days])
             if not rows:
                 continue
             factor = [statistics.median(col) for col in zip(*rows)]
-            clean = slice(JUDGED_FROM, n_nights - 2)
             pct = lambda x: f'{math.expm1(x):+.0%}'  # noqa: E731
             out(f'| {scenario} | {phase} | {len(rows)} | {pct(factor[-2])}, {pct(factor[-1])} | '
                 f'{statistics.median(statistics.pstdev(r[clean]) for r in rows):.0%} / '
