@@ -176,6 +176,38 @@ def test_darshan_sentence():
     assert darshan_io.explain([run('2026-01-01')], [run('2026-01-02')]) == {}   # no logs
 
 
+def _times(op, **layers):
+    counters = {'HDF5': 'H5D', 'MPIIO': 'MPIIO', 'POSIX': 'POSIX'}
+    return [{'module': k, 'kind': 'time (sum over ranks)', 'counter': f'{counters[k]}_F_{op}_TIME',
+             'a': a, 'b': b, 'score': 1.0} for k, (a, b) in layers.items()]
+
+
+def test_darshan_sentence_says_which_layer_took_the_time():
+    # a slower HDF5: its own time grows, the layers below it do not
+    slow_hdf5 = _times('WRITE', HDF5=(0.2, 12.0), MPIIO=(0.25, 0.12), POSIX=(0.3, 0.1))
+    got = darshan_io.sentence(slow_hdf5, 'write')
+    assert got.startswith('write time (all ranks) HDF5 0.2 s → 12 s, MPI-IO 0.25 s → 0.12 s, '
+                          'POSIX 0.3 s → 0.1 s: the added time is inside HDF5, above MPI-IO'), got
+    # a slower filesystem: every layer grows by what POSIX grew
+    slow_fs = _times('WRITE', HDF5=(1.0, 2.0), MPIIO=(0.9, 1.9), POSIX=(0.8, 1.8))
+    assert darshan_io.sentence(slow_fs, 'write').endswith(
+        'the added time is in the POSIX calls themselves: the filesystem or its client')
+    # ROMIO's two-phase gone slow: MPI-IO grows, POSIX below it does not
+    slow_mpiio = _times('WRITE', MPIIO=(1.0, 3.0), POSIX=(0.8, 0.9))
+    assert 'inside MPI-IO, above POSIX' in darshan_io.sentence(slow_mpiio, 'write')
+    # a faster night says where the time was saved
+    assert 'the saved time is inside HDF5' in darshan_io.sentence(
+        _times('WRITE', HDF5=(12.0, 0.2), MPIIO=(0.12, 0.25), POSIX=(0.1, 0.3)), 'write')
+    # not for another phase, not for a change within a fifth, not for one layer alone
+    assert darshan_io.sentence(slow_hdf5, 'read') is None
+    assert darshan_io.sentence(_times('WRITE', HDF5=(1.0, 1.1), POSIX=(0.9, 1.0)), 'write') is None
+    assert darshan_io.sentence(_times('WRITE', POSIX=(0.1, 1.0)), 'write') is None
+    # no layer takes half of the growth: the times are shown, no layer is named
+    spread = darshan_io.sentence(_times('WRITE', HDF5=(1.0, 3.0), MPIIO=(0.9, 2.1),
+                                        POSIX=(0.8, 1.6)), 'write')
+    assert spread.startswith('write time (all ranks) HDF5') and 'the added time' not in spread
+
+
 def test_notes_by_night(tmp_path):
     runs = [run('2026-01-01'), run('2026-01-02', note='Lustre 2.15.4 upgrade')]
     history = History(runs)

@@ -150,6 +150,8 @@ def _mpiio_facts(report, names, data_files, nprocs):
         'INDEP_OPENS', 'COLL_OPENS', 'INDEP_WRITES', 'COLL_WRITES', 'INDEP_READS', 'COLL_READS',
         'NB_WRITES', 'NB_READS', 'SPLIT_WRITES', 'SPLIT_READS', 'SYNCS', 'HINTS', 'VIEWS',
         'BYTES_WRITTEN', 'BYTES_READ')}
+    f = frames['fcounters'][frames['fcounters']['id'].isin(set(c['id']))]
+    facts.update({k.lower() + '_s': _fsum(f, 'MPIIO_F_' + k) for k in ('WRITE_TIME', 'READ_TIME', 'META_TIME')})
     facts['size_write_hist'] = {b: _sum(c, 'MPIIO_SIZE_WRITE_AGG_' + b) for b in SIZE_BINS}
     facts['size_read_hist'] = {b: _sum(c, 'MPIIO_SIZE_READ_AGG_' + b) for b in SIZE_BINS}
     facts['files'] = sorted({names.get(i, str(i)) for i in c['id']})
@@ -168,9 +170,13 @@ def _hdf5_facts(report, names, data_files):
     frames = _frames(report, 'H5D')
     if frames is not None:
         c = _select(frames['counters'], names, data_files)
+        f = frames['fcounters']
         datasets = {}
         for i, g in c.groupby('id'):
+            t = f[f['id'] == i]
             datasets[names.get(i, str(i))] = {
+                'write_time_s': _fsum(t, 'H5D_F_WRITE_TIME'), 'read_time_s': _fsum(t, 'H5D_F_READ_TIME'),
+                'meta_time_s': _fsum(t, 'H5D_F_META_TIME'),
                 'writes': _sum(g, 'H5D_WRITES'), 'reads': _sum(g, 'H5D_READS'),
                 'bytes_written': _sum(g, 'H5D_BYTES_WRITTEN'), 'bytes_read': _sum(g, 'H5D_BYTES_READ'),
                 'use_mpiio_collective': _sum(g, 'H5D_USE_MPIIO_COLLECTIVE'),

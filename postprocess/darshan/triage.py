@@ -56,6 +56,9 @@ def flatten(facts):
         out[('MPI-IO', 'operations', 'MPIIO_VIEWS')] = m.get('views')
         out[('MPI-IO', 'bytes', 'MPIIO_BYTES_WRITTEN')] = m.get('bytes_written')
         out[('MPI-IO', 'bytes', 'MPIIO_BYTES_READ')] = m.get('bytes_read')
+        for k in ('write_time_s', 'read_time_s', 'meta_time_s'):
+            if k in m:      # facts cached before these were recorded lack them
+                out[('MPI-IO', 'time (sum over ranks)', 'MPIIO_F_' + k[:-2].upper())] = m[k]
         md = m.get('derived') or {}
         if md:
             out[('MPI-IO', 'slowest-rank time', 'slowest rank I/O time (s)')] = md.get('slowest_rank_io_time_s')
@@ -68,6 +71,10 @@ def flatten(facts):
     if h5d:
         # dataset paths differ between runs (file names); compare by dataset name inside the file
         agg = {}
+        for k in ('write_time_s', 'read_time_s', 'meta_time_s'):
+            if any(k in v for v in h5d.values()):
+                out[('H5D', 'time (sum over ranks)', 'H5D_F_' + k[:-2].upper())] = \
+                    sum(v.get(k, 0.0) for v in h5d.values())
         for name, v in h5d.items():
             ds = name.rsplit(':', 1)[-1]
             a = agg.setdefault(ds, {'collective': 0, 'bytes': 0})

@@ -74,7 +74,7 @@ def explain(f, by_night):
            'notes': notes}
     out['machine_text'] = provenance.state_text(out['machine']['before'], out['machine']['after'])
     from postprocess.why import darshan_io     # what the I/O did differently (both nights' logs)
-    out.update(darshan_io.explain(nights[good], nights[later[-1]]))
+    out.update(darshan_io.explain(nights[good], nights[later[-1]], f.get('phase')))
     out['line'] = line(out)
     return out
 

@@ -9,6 +9,11 @@ finding (a second or two each), never for a green night.
 import os
 
 MAX_PARTS = 3
+# each operation's time per layer, top first (triage.flatten's counters: sums over ranks)
+LAYERS = {op: (('HDF5', f'H5D_F_{op.upper()}_TIME'), ('MPI-IO', f'MPIIO_F_{op.upper()}_TIME'),
+               ('POSIX', f'POSIX_F_{op.upper()}_TIME')) for op in ('write', 'read')}
+LABEL = {'slowest_rank_write_s': 'slowest rank write time (s)',
+         'slowest_rank_read_s': 'slowest rank read time (s)'}
 # Drishti levels that an engineer acts on (info insights are not news)
 LEVELS = ('critical', 'warning')
 
@@ -46,11 +51,50 @@ def _hist_mode(changes, prefix):
     return max(bins, key=bins.get) if bins and max(bins.values()) > 0 else None
 
 
-def sentence(changes):
-    """One sentence from triage.diff_facts' changes (biggest first), or None when none."""
+def _secs(v):
+    return f'{v:.3g} s'
+
+
+def layer_part(by, op):
+    """Where an operation's added (or saved) time went, from each layer's time summed over ranks:
+    'write time (all ranks) HDF5 0.18 → 12.1 s, MPI-IO 0.26 → 0.12 s, POSIX 0.30 → 0.09 s: the
+    added time is inside HDF5, above MPI-IO'. Darshan times a call at every layer it wraps, so a
+    layer's own share of a change is its change minus the change of the layer below it. None when
+    fewer than two layers were timed or the top layer's time moved by less than a fifth."""
+    layers = [(name, by[counter]) for name, counter in LAYERS[op] if counter in by
+              and all(isinstance(by[counter][k], (int, float)) for k in ('a', 'b'))]
+    if len(layers) < 2:
+        return None
+    top_a, top_b = layers[0][1]['a'], layers[0][1]['b']
+    grew = top_b - top_a
+    if abs(grew) < 0.2 * max(top_a, top_b, 1e-9):
+        return None
+    deltas = [c['b'] - c['a'] for _, c in layers]
+    own = [d - (deltas[i + 1] if i + 1 < len(deltas) else 0.0) for i, d in enumerate(deltas)]
+    i = max(range(len(own)), key=lambda j: own[j] if grew > 0 else -own[j])
+    times = ', '.join(f'{name} {_secs(c["a"])} → {_secs(c["b"])}' for name, c in layers)
+    text = f'{op} time (all ranks) {times}'
+    if abs(own[i]) >= 0.5 * abs(grew):
+        name = layers[i][0]
+        where = (f'inside {name}, above {layers[i + 1][0]}' if i + 1 < len(layers)
+                 else f'in the {name} calls themselves: the filesystem or its client')
+        text += f': the {"added" if grew > 0 else "saved"} time is {where}'
+    return text
+
+
+def sentence(changes, phase=None):
+    """One sentence from triage.diff_facts' changes (biggest first), or None when none; with the
+    finding's ``phase``, that operation's layer times and requests come first."""
     by = {c['counter']: c for c in changes}
     parts = []
-    for op, counter in (('write', 'POSIX_WRITES'), ('read', 'POSIX_READS')):
+    ops = ('write', 'read') if phase != 'read' else ('read', 'write')
+    for op in ops[:1] if phase in ("write", "read") else ():
+        part = layer_part(by, op)
+        if part:
+            parts.append(part)
+            break
+    for op, counter in sorted((('write', 'POSIX_WRITES'), ('read', 'POSIX_READS')),
+                              key=lambda oc: oc[0] != ops[0]):
         c = by.get(counter)
         if c and isinstance(c['a'], (int, float)) and isinstance(c['b'], (int, float)):
             part = f'{_ratio(c["a"], c["b"])} {op} requests ({c["a"]:g} → {c["b"]:g})'
@@ -64,15 +108,17 @@ def sentence(changes):
             parts.append(f'no collective MPI-IO {op.lower()}')
         elif c and not c['a'] and c['b']:
             parts.append(f'collective MPI-IO {op.lower()} appeared')
+    other = {'write': 'read', 'read': 'write'}.get(phase)
     for c in changes:
         if len(parts) >= MAX_PARTS:
             break
+        label = f'{c["module"]} {LABEL.get(c["counter"], c["counter"])}'
         if c['kind'] in ('Lustre layout', 'sync', 'slowest-rank time', 'bandwidth') \
-                and not any(c['counter'] in p for p in parts):
+                and not (other and other in label.lower()) and not any(label in p for p in parts):
             a, b = c['a'], c['b']
             fmt = (lambda v: f'{v:.3g}') if isinstance(a, float) or isinstance(b, float) \
                 else str
-            parts.append(f'{c["counter"]} {fmt(a) if a is not None else "-"} → '
+            parts.append(f'{label} {fmt(a) if a is not None else "-"} → '
                          f'{fmt(b) if b is not None else "-"}')
     return '; '.join(parts[:MAX_PARTS]) or None
 
@@ -91,8 +137,9 @@ def _insights(log):
             if i['level'] in LEVELS and not i.get('expected')}, doc.get('error')
 
 
-def explain(old_runs, new_runs):
-    """{'io', 'insights_appeared', 'insights_vanished', 'darshan_logs'} or {} (no two logs)."""
+def explain(old_runs, new_runs, phase=None):
+    """{'io', 'insights_appeared', 'insights_vanished', 'darshan_logs'} or {} (no two logs);
+    ``phase``: the finding's (write/read), whose layer times lead the sentence."""
     old, new = _newest_log(old_runs), _newest_log(new_runs)
     if not old or not new:
         return {}
@@ -100,7 +147,7 @@ def explain(old_runs, new_runs):
     from postprocess.darshan.triage import diff_logs
     out = {'darshan_logs': [old, new]}
     try:
-        out['io'] = sentence(diff_logs(old, new)) or 'no Darshan counter that explains I/O changed'
+        out['io'] = sentence(diff_logs(old, new), phase) or 'no Darshan counter that explains I/O changed'
     except (DarshanLogError, OSError, ValueError) as err:
         out['io_error'] = f'{type(err).__name__}: {err}'
         return out
