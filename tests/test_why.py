@@ -101,6 +101,38 @@ def test_why_compares_last_good_night_with_since():
     assert any('note on 2026-01-04: new stack' in ln for ln in lines)
 
 
+def test_group_finding_looks_at_its_own_checks_and_pairs_logs_of_one_series(tmp_path, monkeypatch):
+    """A group finding (HDF5 checks) is explained by the HDF5 runs only: a posix run's new
+    mount options are not named; its Darshan logs are those of one series on both nights."""
+    def logged(day, check, params, name, **kw):
+        r = run(day, check=check, params=params, **kw)
+        (tmp_path / day).mkdir(exist_ok=True)
+        (tmp_path / day / name).write_bytes(b'x')
+        r['provenance'].update(darshan={'log': name}, machine={'outputdir': str(tmp_path / day)})
+        return r
+    posix_new = logged('2026-01-02', 'BenchIO %io=posix', 'backend=posix', 'p.darshan')
+    posix_new['provenance']['machine']['mount'] = {'options': 'rw,noatime'}
+    runs = [logged('2026-01-01', 'BenchIO %io=hdf5', 'backend=hdf5', 'h.darshan'),
+            logged('2026-01-01', 'BenchIO %io=posix', 'backend=posix', 'p0.darshan'),
+            logged('2026-01-02', 'BenchIO %io=hdf5', 'backend=hdf5', 'h2.darshan', hdf5='1.12.3'),
+            posix_new]
+    runs[3]['time'] += datetime.timedelta(minutes=5)   # the newest run of the night: posix
+    group = {'system': 'sys', 'partition': 'p', 'environ': '*', 'check': '*', 'scope': 'group',
+             'params': 'backend=hdf5', 'phase': 'write', 'status': 'regression',
+             'since': '2026-01-02', 'night': '2026-01-02'}
+    stack = dict(group, scope='stack', params='')
+    seen = []
+    import postprocess.darshan.triage as triage
+    monkeypatch.setattr(triage, 'diff_logs', lambda a, b: seen.append((Path(a).name, Path(b).name))
+                        or [])
+    monkeypatch.setattr(darshan_io, '_insights', lambda log: (set(), None))
+    add_why([group, stack], runs)
+    assert group['why']['changed'] == ['HDF5 1.10.8 → 1.12.3'], group['why']
+    assert any(c.startswith('mount options') for c in stack['why']['changed']), stack['why']
+    # the group: its HDF5 logs; the stack: the newest series with a log on both nights (posix)
+    assert seen == [('h.darshan', 'h2.darshan'), ('p0.darshan', 'p.darshan')], seen
+
+
 def test_accept_store_is_append_only_and_undo_works(tmp_path):
     a = store.append(tmp_path, {'action': 'accept', 'system': 'sys', 'partition': None,
                                 'checks': ['hdf5'], 'since': '2026-01-04', 'reason': 'new'})

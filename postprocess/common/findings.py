@@ -11,6 +11,17 @@ MANY = ('system', 'stack', 'group')
 NOT_RED = ('unconfirmed', 'watching')
 
 
+def group_keys(params, check):
+    """The groups a series belongs to: its library and its check family."""
+    fields = dict(p.split('=', 1) for p in params.split(',') if '=' in p)
+    keys = []
+    if fields.get('backend'):
+        keys.append(f"backend={fields['backend']}")
+    if check:
+        keys.append(f"check={check.split(' ', 1)[0]}")
+    return keys
+
+
 def is_many(f):
     return f.get('scope') in MANY
 

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from postprocess.common.findings import group_keys
 from postprocess.common.stats import holm, median_polish
 from postprocess.detect.evidence import (Evidence, Track, continue_change, fresh_evidence,
                                          level_var_factor, robust_level, robust_var, t_tails)
@@ -29,17 +30,6 @@ SYSTEM_CHECK = '*'          # check/environ of a finding about many series
 
 def is_baseline_params(params):
     return 'backend=fio' in params.split(',')
-
-
-def group_keys(params, check):
-    """The groups a series belongs to: its library and its check family."""
-    fields = dict(p.split('=', 1) for p in params.split(',') if '=' in p)
-    keys = []
-    if fields.get('backend'):
-        keys.append(f"backend={fields['backend']}")
-    if check:
-        keys.append(f"check={check.split(' ', 1)[0]}")
-    return keys
 
 
 def plan_groups(members, keys_of, min_group):

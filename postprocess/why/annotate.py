@@ -1,7 +1,7 @@
 """The ``why`` of each flagged finding: what differs between the last good night and its `since`.
 
-For a series finding, the runs of that series; for a `system` finding, every run of its
-partition. The last good night is the latest night before `since` on which the series (the
+For a series finding, the runs of that series; for a `group` finding, the runs of its group's
+checks (``backend=hdf5``); for a `stack` or `system` finding, every run of its partition. The last good night is the latest night before `since` on which the series (the
 partition) ran. ``why`` (docs/CONTRACT.md §4):
 
     {"last_good": "2026-01-04", "since": "2026-01-05",
@@ -13,6 +13,7 @@ partition) ran. ``why`` (docs/CONTRACT.md §4):
      "insights_appeared": [...], "insights_vanished": [...], "darshan_logs": [old, new],
      "line": "changed since the last good night (2026-01-04): HDF5 1.10.8 → 1.12.3"}
 """
+from postprocess.common.findings import MANY, group_keys
 from postprocess.history.store import assign_sessions
 from postprocess.why import provenance
 
@@ -38,7 +39,11 @@ def index_runs(runs):
 
 
 def matches_finding(run, f):
-    if f.get('scope') == 'system' or f.get('check') == SYSTEM:
+    """Is ``run`` one of the finding's series? A group finding (``params`` 'backend=hdf5'): the
+    runs of that group; a stack or system finding: every run of the partition."""
+    if f.get('scope') == 'group':
+        return f['params'] in group_keys(run['params'], run['check'])
+    if f.get('scope') in ('system', 'stack') or f.get('check') == SYSTEM:
         return True
     return (run['environ'], run['check'], run['params']) == (f['environ'], f['check'], f['params'])
 
@@ -128,7 +133,8 @@ def needed_nights(flagged, history):
     out = set()
     for f in flagged:
         since = f.get('since') or f['night']
-        system = f.get('scope') == 'system' or f.get('check') == SYSTEM
+        # a group's or the partition's nights: the partition's (a superset: explain() filters)
+        system = f.get('scope') in MANY or f.get('check') == SYSTEM
         mine = nights.get((f['system'], f['partition']) if system else
                           (f['system'], f['partition'], f['environ'], f['check'], f['params']),
                           set())

@@ -3,8 +3,9 @@ existing diff (postprocess/darshan/triage.py) and the Drishti insights that appe
 
 A run's log is ``<outputdir>/<darshan.log>`` from its provenance (``machine.outputdir``,
 reframe_checks/iobench_lib/machine.py; ``darshan.log``, iobench_lib/darshan.py); the newest run
-with a readable log stands for its night. Costs PyDarshan and Drishti on two logs per flagged
-finding (a second or two each), never for a green night.
+with a readable log stands for its night (for a finding about many series, the newest whose
+series has a log on both nights: like is compared with like). Costs PyDarshan and Drishti on two
+logs per flagged finding (a second or two each), never for a green night.
 """
 import os
 
@@ -29,12 +30,23 @@ def log_of(run):
     return path if os.path.isfile(path) else None
 
 
-def _newest_log(runs):
-    for run in sorted(runs, key=lambda r: r['time'], reverse=True):
+def _series(run):
+    return run.get('environ'), run.get('check'), run.get('params')
+
+
+def _log_pair(old_runs, new_runs):
+    """(old log, new log) of one series: the newest run with a log on the new night whose series
+    also has a log on the old night (a finding about many series compares like with like)."""
+    old = {}
+    for run in sorted(old_runs, key=lambda r: r['time']):
         path = log_of(run)
         if path:
-            return path
-    return None
+            old[_series(run)] = path
+    for run in sorted(new_runs, key=lambda r: r['time'], reverse=True):
+        path = log_of(run)
+        if path and _series(run) in old:
+            return old[_series(run)], path
+    return None, None
 
 
 def _ratio(a, b):
@@ -140,7 +152,7 @@ def _insights(log):
 def explain(old_runs, new_runs, phase=None):
     """{'io', 'insights_appeared', 'insights_vanished', 'darshan_logs'} or {} (no two logs);
     ``phase``: the finding's (write/read), whose layer times lead the sentence."""
-    old, new = _newest_log(old_runs), _newest_log(new_runs)
+    old, new = _log_pair(old_runs, new_runs)
     if not old or not new:
         return {}
     from postprocess.darshan.facts import DarshanLogError
