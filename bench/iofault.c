@@ -5,16 +5,18 @@
  * and ReFrame pass through untouched, so "the I/O stack got slower, the filesystem did not" is
  * what the suite sees. The delay is relative: after the real call returns, the process sleeps
  * IOFAULT_FACTOR times the call's own duration (0.25 -> the phase takes 1.25x, bandwidth -20 %),
- * so the fault has a realistic size on any disk. The delay is owed and paid once it reaches 2 ms,
- * and in full at fsync/fdatasync/close (inside the timed span): a sleep per call would cost each
- * tiny write the timer's slack (~50 us), a 10x slowdown of a metadata-heavy check, not 25 %.
+ * so the fault has a realistic size on any disk. The delay is owed and paid once it reaches
+ * 0.5 ms, and in full at fsync/fdatasync/close of data (inside the timed span): a sleep per call
+ * would cost each tiny call the timer's slack (~50 us), a 10x slowdown of a metadata-heavy check,
+ * not 25 %. What a sleep oversleeps is credited against the next delays, so the total is exact.
  *
  *   IOFAULT_PHASE   write (write/pwrite/writev/pwritev and fsync/fdatasync: data reach storage in
- *                   the sync), read (read/pread/readv/preadv), meta (open/creat/stat/unlink/mkdir:
- *                   a fixed IOFAULT_META_US microseconds each, as a slower metadata server adds
- *                   latency per operation, not per byte)
- *   IOFAULT_FACTOR  relative delay of data calls (default 0.25)
- *   IOFAULT_META_US delay per metadata call (default 2000)
+ *                   the sync), read (read/pread/readv/preadv), meta (open/openat/creat, stat/lstat/
+ *                   fstatat, unlink/unlinkat, mkdir/rmdir, and close of a file opened by path:
+ *                   each call +FACTOR of its own time, as a slower metadata server would; an
+ *                   empty-file create here takes ~10-100 us, so a fixed delay per call would be
+ *                   no realistic size on any filesystem)
+ *   IOFAULT_FACTOR  relative delay (default 0.25)
  *   IOFAULT_MATCH   only files whose path contains this string (e.g. "iobench_hdf5_": one
  *                   library's files); empty = every file
  *   IOFAULT_EXE     process name to act in (default iobench)
@@ -36,7 +38,6 @@
 enum { OFF, WRITE, READ, META };
 static int mode = -1;
 static double factor = 0.25;
-static long meta_us = 2000;
 static const char *match = "";
 
 static void init(void) {
@@ -49,7 +50,6 @@ static void init(void) {
     else if (!strcmp(phase, "read")) mode = READ;
     else if (!strcmp(phase, "meta")) mode = META;
     if (getenv("IOFAULT_FACTOR")) factor = atof(getenv("IOFAULT_FACTOR"));
-    if (getenv("IOFAULT_META_US")) meta_us = atol(getenv("IOFAULT_META_US"));
     if (getenv("IOFAULT_MATCH")) match = getenv("IOFAULT_MATCH");
 }
 
@@ -59,21 +59,22 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void pause_for(double s) {
-    if (s <= 0) return;
-    struct timespec ts = {(time_t)s, (long)((s - (time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
-}
+static double owed;        /* delay not paid yet, seconds (negative: overslept, credited) */
 
-static double owed;        /* delay not paid yet, seconds */
+static void pay(void) {
+    double t0 = now();
+    struct timespec ts = {(time_t)owed, (long)((owed - (time_t)owed) * 1e9)};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
+    owed -= now() - t0;
+}
 
 static void owe(double s) {
     owed += s;
-    if (owed >= 2e-3) { pause_for(owed); owed = 0; }
+    if (owed >= 5e-4) pay();
 }
 
 static void settle(void) {
-    if (owed > 0) { pause_for(owed); owed = 0; }
+    if (owed > 0) pay();
 }
 
 static int path_matches(const char *path) { return !*match || (path && strstr(path, match)); }
@@ -88,15 +89,23 @@ static int fd_matches(int fd) {
     return strstr(target, match) != NULL;
 }
 
+/* fds opened by a matching path in meta mode: their close is a metadata call too (readlink of
+ * /proc/self/fd at each close would itself cost more than an empty file's open+close) */
+#define MAXFD 65536
+static unsigned char opened[MAXFD];
+
 #define REAL(name) static __typeof__(name) *real_##name; if (!real_##name) real_##name = dlsym(RTLD_NEXT, #name)
 /* a data call on fd: time it, then sleep factor x its duration when the phase and file match */
 #define DATA_CALL(phase, fd, call) do { \
         init(); int errsv_; double t0_ = now(); __typeof__(call) r_ = call; errsv_ = errno; \
         if (mode == (phase) && fd_matches(fd)) owe(factor * (now() - t0_)); \
         errno = errsv_; return r_; } while (0)
-#define META_CALL(path, call) do { \
-        init(); __typeof__(call) r_ = call; int errsv_ = errno; \
-        if (mode == META && path_matches(path)) pause_for(meta_us * 1e-6); \
+/* a metadata call on path: the same relative delay; an fd it opens is remembered for its close */
+#define META_CALL(path, call, opens) do { \
+        init(); int errsv_; double t0_ = now(); __typeof__(call) r_ = call; errsv_ = errno; \
+        if (mode == META && path_matches(path)) { \
+            owe(factor * (now() - t0_)); \
+            if ((opens) && (long)r_ >= 0 && (long)r_ < MAXFD) opened[(long)r_] = 1; } \
         errno = errsv_; return r_; } while (0)
 
 ssize_t write(int fd, const void *b, size_t n) { REAL(write); DATA_CALL(WRITE, fd, real_write(fd, b, n)); }
@@ -106,7 +115,15 @@ ssize_t writev(int fd, const struct iovec *v, int c) { REAL(writev); DATA_CALL(W
 ssize_t pwritev(int fd, const struct iovec *v, int c, off_t o) { REAL(pwritev); DATA_CALL(WRITE, fd, real_pwritev(fd, v, c, o)); }
 int fsync(int fd) { REAL(fsync); settle(); DATA_CALL(WRITE, fd, real_fsync(fd)); }
 int fdatasync(int fd) { REAL(fdatasync); settle(); DATA_CALL(WRITE, fd, real_fdatasync(fd)); }
-int close(int fd) { REAL(close); init(); if (mode == WRITE || mode == READ) settle(); return real_close(fd); }
+int close(int fd) {
+    REAL(close); init();
+    if (mode == WRITE || mode == READ) settle();
+    if (mode != META || fd < 0 || fd >= MAXFD || !opened[fd]) return real_close(fd);
+    opened[fd] = 0;
+    double t0 = now(); int r = real_close(fd), errsv = errno;
+    owe(factor * (now() - t0));
+    errno = errsv; return r;
+}
 ssize_t read(int fd, void *b, size_t n) { REAL(read); DATA_CALL(READ, fd, real_read(fd, b, n)); }
 ssize_t pread(int fd, void *b, size_t n, off_t o) { REAL(pread); DATA_CALL(READ, fd, real_pread(fd, b, n, o)); }
 ssize_t pread64(int fd, void *b, size_t n, off_t o) { REAL(pread64); DATA_CALL(READ, fd, real_pread64(fd, b, n, o)); }
@@ -119,18 +136,27 @@ static mode_t open_mode(int flags, va_list ap) {
 }
 int open(const char *p, int f, ...) {
     va_list ap; va_start(ap, f); mode_t m = open_mode(f, ap); va_end(ap);
-    REAL(open); META_CALL(p, real_open(p, f, m));
+    REAL(open); META_CALL(p, real_open(p, f, m), 1);
 }
 int open64(const char *p, int f, ...) {
     va_list ap; va_start(ap, f); mode_t m = open_mode(f, ap); va_end(ap);
-    REAL(open64); META_CALL(p, real_open64(p, f, m));
+    REAL(open64); META_CALL(p, real_open64(p, f, m), 1);
 }
 int openat(int d, const char *p, int f, ...) {
     va_list ap; va_start(ap, f); mode_t m = open_mode(f, ap); va_end(ap);
-    REAL(openat); META_CALL(p, real_openat(d, p, f, m));
+    REAL(openat); META_CALL(p, real_openat(d, p, f, m), 1);
 }
-int creat(const char *p, mode_t m) { REAL(creat); META_CALL(p, real_creat(p, m)); }
-int stat(const char *p, struct stat *s) { REAL(stat); META_CALL(p, real_stat(p, s)); }
-int lstat(const char *p, struct stat *s) { REAL(lstat); META_CALL(p, real_lstat(p, s)); }
-int unlink(const char *p) { REAL(unlink); META_CALL(p, real_unlink(p)); }
-int mkdir(const char *p, mode_t m) { REAL(mkdir); META_CALL(p, real_mkdir(p, m)); }
+int openat64(int d, const char *p, int f, ...) {
+    va_list ap; va_start(ap, f); mode_t m = open_mode(f, ap); va_end(ap);
+    REAL(openat64); META_CALL(p, real_openat64(d, p, f, m), 1);
+}
+int creat(const char *p, mode_t m) { REAL(creat); META_CALL(p, real_creat(p, m), 1); }
+int creat64(const char *p, mode_t m) { REAL(creat64); META_CALL(p, real_creat64(p, m), 1); }
+int stat(const char *p, struct stat *s) { REAL(stat); META_CALL(p, real_stat(p, s), 0); }
+int stat64(const char *p, struct stat64 *s) { REAL(stat64); META_CALL(p, real_stat64(p, s), 0); }
+int lstat(const char *p, struct stat *s) { REAL(lstat); META_CALL(p, real_lstat(p, s), 0); }
+int fstatat(int d, const char *p, struct stat *s, int f) { REAL(fstatat); META_CALL(p, real_fstatat(d, p, s, f), 0); }
+int unlink(const char *p) { REAL(unlink); META_CALL(p, real_unlink(p), 0); }
+int unlinkat(int d, const char *p, int f) { REAL(unlinkat); META_CALL(p, real_unlinkat(d, p, f), 0); }
+int mkdir(const char *p, mode_t m) { REAL(mkdir); META_CALL(p, real_mkdir(p, m), 0); }
+int rmdir(const char *p) { REAL(rmdir); META_CALL(p, real_rmdir(p), 0); }

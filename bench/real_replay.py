@@ -4,7 +4,8 @@ another into one results tree, each re-dated to its own night, then two nights w
 and per scenario the counts that judge the verdict (issue 18, docs/verdicts.md).
 
 Scenarios (bench/nights.py FAULTS): write (every iobench write and sync +25 % time), hdf5 (only
-writes to HDF5 files), read (every iobench read), meta (create/open/stat/unlink +1.5 ms each).
+writes to HDF5 files), read (every iobench read), meta (every create/open/stat/unlink/close of
+iobench's files +25 % of its own time; MDEmptyFiles is the check whose time that is).
 
 The clean nights are shared: one results tree runs nights 1..N-2 clean; each scenario then runs its
 two slowed nights on its own copy of the perflogs at that point (the verdict is causal: a night is
@@ -34,7 +35,7 @@ import nights  # noqa: E402  (bench/nights.py)
 
 SCENARIOS = ('write', 'hdf5', 'read', 'meta')
 JUDGED_FROM = 3          # clean nights judged: those with >= 3 nights of history (night 4 on)
-META_CHECKS = ('MDFiles', 'MDDatasets')
+META_CHECKS = ('MDFiles', 'MDDatasets', 'MDEmptyFiles')   # the metadata checks (metadata.py)
 
 
 def red_findings(v):
@@ -59,8 +60,10 @@ def names_right(scenario, found):
                                                            for f in found))
     if scenario == 'read':
         return any(f['phase'] == 'read' for f in found)
-    if scenario == 'meta':
-        return any(f.get('check', '').startswith(META_CHECKS) for f in found)
+    if scenario == 'meta':      # a metadata check's series, or their family's group finding
+        return any(f.get('check', '').startswith(META_CHECKS)
+                   or (f.get('scope') == 'group' and f.get('params', '').startswith(
+                       tuple(f'check={c}' for c in META_CHECKS))) for f in found)
     return False
 
 
@@ -185,7 +188,8 @@ def print_table(rows, out=print):
 
 def effects(run_dir, n_nights, out=print):
     """What each fault did to the measurements of a replayed run (its scenarios' perflogs): per
-    phase, the common change of the faulted series (HDF5's for ``hdf5``: the median over series of
+    phase, the common change of the faulted series (HDF5's for ``hdf5``, the metadata-bound
+    empty-file series for ``meta``: the median over series of
     each one's change) on the slowed nights against the clean nights 4..N-2, beside the clean
     nights' spread (SD of a series' nightly level, median over series; SD of the common change).
     A fault is only findable when its change stands out of that spread."""
@@ -211,7 +215,7 @@ def effects(run_dir, n_nights, out=print):
             rows = []
             for (check, params, ph), by in levels.items():
                 days = sorted(by)
-                if ph == phase and len(days) == n_nights and (scenario != 'hdf5' or 'backend=hdf5' in params):
+                if ph == phase and len(days) == n_nights and faulted(scenario, params):
                     base = statistics.median(by[d] for d in days[clean])
                     rows.append([by[d] - base for d in days])
             if not rows:
@@ -221,6 +225,15 @@ def effects(run_dir, n_nights, out=print):
             out(f'| {scenario} | {phase} | {len(rows)} | {pct(factor[-2])}, {pct(factor[-1])} | '
                 f'{statistics.median(statistics.pstdev(r[clean]) for r in rows):.0%} / '
                 f'{statistics.pstdev(factor[clean]):.0%} |')
+
+
+def faulted(scenario, params):
+    """Is this series what the scenario's fault is about (for --effects)?"""
+    if scenario == 'hdf5':
+        return 'backend=hdf5' in params
+    if scenario == 'meta':
+        return 'filesize=0' in params.split(',')
+    return True
 
 
 def main(argv=None):

@@ -2,7 +2,14 @@
 
 MDFiles (seed 001's 36,000 files of 300 KB, scaled): every rank creates+writes+fsyncs, stats, reads
 and removes its files in one directory; reported as operations per second per phase (mdtest style).
-size = files per rank (300 KB each): 20 is `quick`, 200 `nightly`.
+size = files per rank (300 KB each): 20 is `quick`, 200 `nightly`. Its time is the fsync of each file's
+data, so a slower metadata service hardly moves it.
+
+MDEmptyFiles (mdtest's default, `-n N -w 0`): the same pattern with empty files (filesize=0): create+
+close, stat, open+close and unlink only, no data and no fsync, so its time is metadata calls. size =
+files per rank: 5000, `quick` (0.1-1.5 s create, 20-50 ms open+close here; no `nightly` size yet: it
+would take archer2:compute and jureca-dc:dc-cpu-spack past their budgets, docs/site.md). Its `write`
+series is the create phase, its `read` series the open+close phase (ops/s: docs/CONTRACT.md §3).
 
 MDDatasets (seed 003, Exodus-like): one HDF5 file with 1000 datasets and 2100 attributes, collective
 metadata off/on; open, define, write and close timed separately. size = doubles per rank per dataset.
@@ -29,3 +36,13 @@ class MDDatasets(IOBenchBase):
     coll_metadata = parameter([0, 1], type=int)
     stripe = parameter(['default'], type=str)   # metadata-bound: striping tells nothing
     param_parameters = ['coll_metadata']
+
+
+@rfm.simple_test
+class MDEmptyFiles(IOBenchBase):
+    pattern = 'mdfiles'
+    io = parameter(['posix:fpp'], type=str)
+    size = parameter([5000], type=int)
+    quick_max_size = 10000
+    params = {'filesize': '0'}
+    stripe = parameter(['default'], type=str)   # empty files: no stripe to choose

@@ -6,8 +6,11 @@
  * its own I/O through iob_pattern.run.
  * File content: 8-byte words; word 0 = a key of (rank, file index), word k = k ^ salt, so a misplaced
  * or mixed-up file is caught. Files per rank: param nfiles, else --size N, else 200; param filesize
- * (bytes, default 307200).
+ * (bytes, default 307200). filesize=0 is mdtest's default (-w 0): empty files, no write, fsync or
+ * read, so every phase is metadata calls only (create+close, stat, open+close, unlink); verified by
+ * counting the directory's entries and each file's size 0.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -36,10 +39,19 @@ static int mdf_params(const iob_opts *o, int64_t *nfiles, int64_t *filesize, cha
         snprintf(err, errlen, "--size for mdfiles (files per rank, one number) '%lld,...'", (long long)o->size[0]);
         return IOB_BADINPUT;
     }
-    if (iob_run_param_pos(o, "nfiles", dflt, 10000000, nfiles, "nfiles for mdfiles", err, errlen) ||
-        iob_run_param_pos(o, "filesize", 307200, (int64_t)1 << 30, filesize, "filesize for mdfiles", err,
-                          errlen))
+    if (iob_run_param_pos(o, "nfiles", dflt, 10000000, nfiles, "nfiles for mdfiles", err, errlen))
         return IOB_BADINPUT;
+    /* filesize 0 is allowed (empty files); "0" exactly, so "-0" or "00x" still name themselves */
+    const char *fs = iob_kv_get(&o->params, "filesize");
+    if (fs && strcmp(fs, "0") == 0) {
+        *filesize = 0;
+        return IOB_OK;
+    }
+    if (iob_run_param_pos(o, "filesize", 307200, (int64_t)1 << 30, filesize, "filesize for mdfiles", err,
+                          errlen)) {
+        snprintf(err, errlen, "filesize for mdfiles (0..%lld) '%s'", (long long)1 << 30, fs);
+        return IOB_BADINPUT;
+    }
     return IOB_OK;
 }
 
@@ -94,9 +106,9 @@ static int mdfiles_setup(iob_ctx *c)
         return iob_fail(c, "mdfiles: out of memory");
     if (mdf_params(c->opt, &s->nfiles, &s->filesize, err, sizeof err))
         return iob_fail(c, "mdfiles: %s", err);
-    size_t words = (size_t)(s->filesize + 7) / 8;
+    size_t words = (size_t)(s->filesize + 7) / 8 + 1; /* + 1: never malloc(0) for empty files */
     s->wbuf = malloc(words * 8);
-    s->rbuf = malloc((size_t)(s->nfiles * s->filesize));
+    s->rbuf = malloc((size_t)(s->nfiles * s->filesize) + 1);
     if (!s->wbuf || !s->rbuf)
         return iob_fail(c, "mdfiles: cannot allocate %lld bytes for reading back",
                         (long long)(s->nfiles * s->filesize));
@@ -171,14 +183,17 @@ static int mdf_write(iob_ctx *c, mdf_state *s, mdf_clock *k)
         k->open_s += now() - a;
         if (fd < 0)
             return iob_fail(c, "open(%s): %s", p, strerror(errno));
-        s->wbuf[0] = mdf_key(c->rank, i);
-        a = now();
-        int rc = io_all(c, fd, (char *)s->wbuf, s->filesize, 1, p);
-        k->access_s += now() - a;
-        a = now();
-        if (rc == IOB_OK && fsync(fd) != 0)
-            rc = iob_fail(c, "fsync(%s): %s", p, strerror(errno));
-        k->sync_s += now() - a;
+        int rc = IOB_OK;
+        if (s->filesize > 0) { /* empty files (mdtest -w 0): no data, nothing to sync */
+            s->wbuf[0] = mdf_key(c->rank, i);
+            a = now();
+            rc = io_all(c, fd, (char *)s->wbuf, s->filesize, 1, p);
+            k->access_s += now() - a;
+            a = now();
+            if (rc == IOB_OK && fsync(fd) != 0)
+                rc = iob_fail(c, "fsync(%s): %s", p, strerror(errno));
+            k->sync_s += now() - a;
+        }
         a = now();
         if (close(fd) != 0 && rc == IOB_OK)
             rc = iob_fail(c, "close(%s): %s", p, strerror(errno));
@@ -215,7 +230,7 @@ static int mdf_read(iob_ctx *c, mdf_state *s, int owner, mdf_clock *k)
         if (fd < 0)
             return iob_fail(c, "open(%s): %s", p, strerror(errno));
         a = now();
-        int rc = io_all(c, fd, s->rbuf + i * s->filesize, s->filesize, 0, p);
+        int rc = s->filesize ? io_all(c, fd, s->rbuf + i * s->filesize, s->filesize, 0, p) : IOB_OK;
         k->access_s += now() - a;
         a = now();
         close(fd);
@@ -226,8 +241,29 @@ static int mdf_read(iob_ctx *c, mdf_state *s, int owner, mdf_clock *k)
     return IOB_OK;
 }
 
+/* Rank 0: the directory holds exactly nranks x nfiles entries (an extra or a lost file is caught
+ * even when each expected one is there); outside the timers. */
+static int mdf_count(iob_ctx *c, mdf_state *s)
+{
+    if (c->rank != 0)
+        return IOB_OK;
+    DIR *d = opendir(c->path);
+    if (!d)
+        return iob_fail(c, "opendir(%s): %s", c->path, strerror(errno));
+    int64_t n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    if (n != s->nfiles * c->nranks)
+        return iob_fail(c, "mdfiles: %s holds %lld entries, expected %lld", c->path, (long long)n,
+                        (long long)(s->nfiles * c->nranks));
+    return IOB_OK;
+}
+
 static int mdf_verify(iob_ctx *c, mdf_state *s, int owner)
 {
+    if (s->filesize == 0) /* nothing to compare: the stat phase checked size 0, mdf_count the count */
+        return IOB_OK;
     for (int64_t i = 0; i < s->nfiles; i++) {
         const char *got = s->rbuf + i * s->filesize;
         s->wbuf[0] = mdf_key(owner, i);
@@ -260,7 +296,7 @@ static int mdfiles_run(iob_ctx *c, iob_json *x, iob_run_phase out[2])
     int owner = (c->rank + c->read_shift) % c->nranks;
     double st_s = 0, rm_s = 0;
     mdf_clock k;
-    snprintf(c->sync_method, sizeof c->sync_method, "fsync");
+    snprintf(c->sync_method, sizeof c->sync_method, "%s", s->filesize ? "fsync" : "none (empty files)");
 
     int rc = IOB_OK;
     if (c->rank == 0) { /* a stale directory from a --keep run must not make O_EXCL fail */
@@ -284,22 +320,26 @@ static int mdfiles_run(iob_ctx *c, iob_json *x, iob_run_phase out[2])
     st_s = iob_run_max(c, now() - k.t0);
     if (iob_run_agree(c, rc))
         goto fail;
+    if (c->opt->verify && iob_run_agree(c, mdf_count(c, s)))
+        goto fail;
 
     char p[4200];
     int64_t pages = 0, resident = 0;
-    for (int64_t i = 0; i < s->nfiles; i++) {
+    /* empty files have no pages to drop; their fdatasync would commit the journal once per file
+     * (~1 ms each here) and turn a 0.1 s run into seconds */
+    for (int64_t i = 0; s->filesize && i < s->nfiles; i++) {
         mdf_path(c, c->rank, i, p, sizeof p);
         iob_run_drop_file(p);
     }
     MPI_Barrier(c->comm);
-    for (int64_t i = 0; i < s->nfiles; i++) {
+    for (int64_t i = 0; s->filesize && i < s->nfiles; i++) {
         mdf_path(c, owner, i, p, sizeof p);
         resident += iob_run_resident_pages(p, &pages);
     }
-    memset(s->rbuf, 0xff, (size_t)(s->nfiles * s->filesize));
+    memset(s->rbuf, 0xff, (size_t)(s->nfiles * s->filesize) + 1);
     out[1].resident = iob_run_max(c, pages ? (double)resident / (double)pages : 0.0);
-    snprintf(out[1].cache_defeat, sizeof out[1].cache_defeat, "%s",
-             owner != c->rank ? "rank_shift+posix_fadvise_dontneed" : "posix_fadvise_dontneed");
+    snprintf(out[1].cache_defeat, sizeof out[1].cache_defeat, "%s", !s->filesize ? "none (empty files)"
+             : owner != c->rank ? "rank_shift+posix_fadvise_dontneed" : "posix_fadvise_dontneed");
 
     mdf_begin(c, &k);
     rc = mdf_read(c, s, owner, &k);
@@ -327,6 +367,7 @@ static int mdfiles_run(iob_ctx *c, iob_json *x, iob_run_phase out[2])
     jw_int(x, "files_per_rank", s->nfiles);
     jw_int(x, "file_size", s->filesize);
     iob_run_ops_json(x, "create", ops, out[0].total_s); /* create + write + fsync + close */
+    /* filesize 0: create+close and open+close only, mdtest's file creation and read */
     iob_run_ops_json(x, "stat", ops, st_s);
     iob_run_ops_json(x, "read", ops, out[1].total_s);   /* open + read + close */
     if (!c->opt->keep)
@@ -367,5 +408,5 @@ const iob_pattern iob_pattern_mdfiles = {
     .teardown = mdfiles_teardown,
     .describe = mdfiles_describe,
     .run = mdfiles_run,
-    .help = "posix; --size files per rank; nfiles=200 (wins over --size), filesize=307200",
+    .help = "posix; --size files per rank; nfiles=200 (wins over --size), filesize=307200 (0: empty files)",
 };

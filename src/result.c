@@ -36,8 +36,9 @@ static void phase_json(iob_json *j, const char *key, const iob_phase *p, int rea
     jw_num(j, "sync_s", p->sync_s);
     jw_num(j, "close_s", p->close_s);
     jw_num(j, "total_s", p->total_s);
-    jw_num(j, "bw_MiBps", p->bytes / p->total_s / MiB);
-    jw_num(j, "access_bw_MiBps", p->bytes / p->access_s / MiB);
+    /* a phase that moves no bytes (mdfiles filesize=0) has 0 MiB/s, not 0/0 */
+    jw_num(j, "bw_MiBps", p->bytes ? p->bytes / p->total_s / MiB : 0.0);
+    jw_num(j, "access_bw_MiBps", p->bytes ? p->bytes / p->access_s / MiB : 0.0);
     if (reading) {
         jw_bool(j, "verified", p->verified);
         jw_num(j, "cache_resident_before_read", p->resident);

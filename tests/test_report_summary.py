@@ -211,3 +211,16 @@ def test_summary_prefers_the_nightly_verdict_document(tmp_path):
     doc['findings'] = []
     (run / 'post' / 'verdict.json').write_text(json.dumps(doc))
     assert 'nothing needs attention' in pp('summary', '--run', run).stdout
+
+
+def test_an_empty_file_series_is_shown_in_ops_per_second():
+    """MDEmptyFiles logs operations as its amount (CONTRACT §3): its 'MiB/s' are ops/s / 2^20."""
+    sys.path.insert(0, str(REPO))
+    from postprocess.report.summary import format_line
+    a = {'kind': 'regression', 'check': 'MDEmptyFiles %size=5000', 'phase': 'read',
+         'params': 'backend=posix,filesize=0,mode=fpp,pattern=mdfiles,ranks=2,size=5000',
+         'change': -0.2, 'median': 0.16, 'history_median': 0.2, 'since': '2026-01-13'}
+    line = format_line(a)
+    assert '(1.678e+05 vs 2.097e+05 ops/s)' in line and 'MiB/s' not in line, line
+    b = dict(a, params='backend=posix,filesize=307200,mode=fpp,pattern=mdfiles,ranks=2,size=20')
+    assert '(0.16 vs 0.2 MiB/s)' in format_line(b)

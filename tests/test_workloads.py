@@ -250,6 +250,72 @@ def test_mdfiles_inode_limit_is_bad_input(iobench, run_iobench, tmp_path):
         subprocess.run(["umount", str(d)], check=True)
 
 
+def test_mdfiles_empty_files_are_metadata_calls_only(run_iobench, tmp_path):
+    """filesize=0 (mdtest -w 0): every phase counts its operations, nothing is written, synced or
+    read, and the history's amount is the operations (reframe results.reps_string)."""
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "reframe_checks"))
+    from iobench_lib import results
+    proc, doc = run_iobench(["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=0",
+                             "--size", 300, "--repeat", 2, "--dir", tmp_path])
+    rep = ok(proc, doc)
+    assert doc["file_size"] == 0 and doc["bytes_total"] == 0
+    assert doc["sync_method"] == "none (empty files)" and doc["cache_defeat"] == "none (empty files)"
+    for rep in doc["repetitions"]:
+        for phase in ("create", "stat", "read", "remove"):
+            assert rep["metadata"][phase]["ops"] == NP * 300 and rep["metadata"][phase]["total_s"] > 0
+        assert rep["write"]["sync_s"] == 0 and rep["write"]["access_s"] == 0 and rep["write"]["bytes"] == 0
+        assert rep["write"]["open_s"] > 0 and rep["read"]["open_s"] > 0 and rep["read"]["verified"] is True
+        assert rep["write"]["bw_MiBps"] == 0 and rep["read"]["access_bw_MiBps"] == 0   # not 0/0
+    assert results.problems(doc, backend="posix", mode="fpp", pattern="mdfiles", ranks=NP, exitcode=0) == []
+    reps = results.reps_string(doc)
+    assert reps.startswith(f"write={NP * 300}:") and f";read={NP * 300}:" in reps
+    values = results.perf_values(doc)
+    assert "write_bw" not in values and values["create_ops"][1] == "ops/s" and values["read_ops"][0] > 0
+    assert leftovers(tmp_path) == []
+    ok(*run_iobench(["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=0",
+                     "--param", "nfiles=7", "--keep", "--name", "md", "--dir", tmp_path]))
+    files = sorted((tmp_path / "md.rep0").iterdir())
+    assert len(files) == NP * 7 and all(f.stat().st_size == 0 for f in files)
+
+
+SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+/* one stray file beside f0.0 when it is created: the run must count it */
+int open(const char *p, int f, ...) {
+    va_list ap; va_start(ap, f); mode_t m = f & O_CREAT ? va_arg(ap, mode_t) : 0; va_end(ap);
+    int (*real)(const char *, int, ...) = dlsym(RTLD_NEXT, "open");
+    size_t n = strlen(p);
+    if ((f & O_CREAT) && n > 5 && !strcmp(p + n - 5, "/f0.0")) {
+        char q[4200]; strcpy(q, p); strcat(q, ".stray");
+        int fd = real(q, O_CREAT | O_WRONLY, 0644); if (fd >= 0) close(fd);
+    }
+    return real(p, f, m);
+}
+"""
+
+
+def test_mdfiles_empty_files_a_stray_file_fails_the_count(run_iobench, tmp_path):
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler (cc) for the shim")
+    (tmp_path / "shim.c").write_text(SHIM)
+    lib = tmp_path / "shim.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "shim.c"), "-ldl"], check=True)
+    data = tmp_path / "d"
+    data.mkdir()
+    env = dict(__import__("os").environ, LD_PRELOAD=str(lib))
+    proc, doc = run_iobench(["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=0",
+                             "--param", "nfiles=20", "--name", "md", "--dir", data], env=env)
+    assert proc.returncode == 1 and doc["status"] == "failed", proc.stderr
+    assert f"holds {NP * 20 + 1} entries, expected {NP * 20}" in doc["error"]
+    assert leftovers(data) == ["md.rep0"]   # the stray file is not the pattern's to remove
+
+
 # ---------------------------------------------------------------------------------------- mddatasets
 @pytest.mark.parametrize("coll", ["0", "1"])
 def test_mddatasets_collective_metadata_read_back(coll, need, run_iobench, tmp_path):
@@ -313,6 +379,9 @@ BAD = [
     (["--backend", "mpiio", "--pattern", "mdfiles"], "'mpiio'"),
     (["--backend", "posix", "--pattern", "mdfiles", "--param", "nfiles=0"], "'0'"),
     (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=-5"], "'-5'"),
+    (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=-0"], "'-0'"),
+    (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=none"], "filesize for mdfiles (0.."),
+    (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=1073741825"], "'1073741825'"),
 ]
 
 

@@ -35,6 +35,14 @@ def _change(a):
     return '' if a.get('change') is None else f'{a["change"]:+.1%}'
 
 
+def _unit(a):
+    """(scale, unit) of a series' medians: empty files (filesize=0) are judged in operations per
+    second, logged as operations per repetition (CONTRACT §3), so their "MiB/s" are ops/s / 2^20."""
+    if 'filesize=0' in (a.get('params') or '').split(','):
+        return 2.0 ** 20, 'ops/s'
+    return 1.0, 'MiB/s'
+
+
 def format_line(a):
     label = LABEL[a['kind']]
     short = verdict.short_params(a.get('params', ''), a['check'])
@@ -48,9 +56,11 @@ def format_line(a):
     if is_many(a):       # its medians are ratios to the history, not MiB/s
         what = f'{a["system"]}:{a["partition"]} {many_label(a)}'
     elif a.get('median') is not None and a.get('expected_median') is not None:
-        median = f' ({a["median"]:.4g} vs {a["expected_median"]:.4g} MiB/s expected)'
+        scale, unit = _unit(a)
+        median = f' ({a["median"] * scale:.4g} vs {a["expected_median"] * scale:.4g} {unit} expected)'
     elif a.get('median') is not None and a.get('history_median') is not None:
-        median = f' ({a["median"]:.4g} vs {a["history_median"]:.4g} MiB/s)'
+        scale, unit = _unit(a)
+        median = f' ({a["median"] * scale:.4g} vs {a["history_median"] * scale:.4g} {unit})'
     since = f', since {a["since"]}' if a.get('since') else ''
     if a['kind'] == 'watching':
         since = f', {a.get("history_nights")} nights of history: too few to judge yet'

@@ -41,13 +41,31 @@ def load(path):
         return None
 
 
+# the metadata phase (mdfiles' "metadata" member) that a phase object times
+MD_PHASE = {'write': 'create', 'read': 'read'}
+
+
+def _amount(rep, phase):
+    """What a repetition's phase moved: its bytes, or for a phase that moves none (mdfiles
+    filesize=0, empty files) its operations, so that B/S stays the phase's rate and the history
+    judges ops/s of a metadata-bound check (a 0 would be no level at all; CONTRACT §3)."""
+    nbytes = rep[phase]['bytes']
+    if nbytes == 0:
+        ops = ((rep.get('metadata') or {}).get(MD_PHASE[phase]) or {}).get('ops')
+        if ops:
+            return ops
+    return nbytes
+
+
 def reps_string(doc):
-    """`write=B:S,B:S;read=B:S`: bytes and total_s of every repetition, raw (CONTRACT §3)."""
+    """`write=B:S,B:S;read=B:S`: bytes (operations for empty files) and total_s of every
+    repetition, raw (CONTRACT §3)."""
     parts = []
     for phase in PHASES:
-        reps = [r[phase] for r in doc.get('repetitions', []) if r.get(phase)]
+        reps = [r for r in doc.get('repetitions', []) if r.get(phase)]
         if reps:
-            parts.append(phase + '=' + ','.join(f"{r['bytes']}:{r['total_s']!r}" for r in reps))
+            parts.append(phase + '=' + ','.join(f"{_amount(r, phase)}:{r[phase]['total_s']!r}"
+                                                for r in reps))
     return ';'.join(parts)
 
 
@@ -114,7 +132,9 @@ def perf_values(doc):
         rows = [r[phase] for r in reps if r.get(phase)]
         if not rows:
             continue
-        if phase == 'read' and doc.get('cache_defeated') is False:
+        if not any(r['bytes'] for r in rows):
+            pass     # no data moved (empty files): no MiB/s; <phase>_ops below says it
+        elif phase == 'read' and doc.get('cache_defeated') is False:
             # a pagepool-like cache served (part of) the read: not disk bandwidth, not history
             out['read_cache_defeated'] = (0, 'bool')
         else:
