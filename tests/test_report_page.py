@@ -208,3 +208,29 @@ def test_history_figures_flagged_first_then_the_series_that_moved_most():
                 finding_of(series[0], 'insufficient history', None)]
     chosen = plots.history_series(history, findings, max_plots=4)
     assert chosen == [series[3], series[4], series[1], series[2]]
+
+
+def test_an_empty_file_series_is_shown_in_operations_per_second(tmp_path):
+    """MDEmptyFiles logs operations where bytes would stand (CONTRACT §3): the page's line and
+    table, the interactive figure and the PNG all show ops/s, never its 'MiB/s' (ops/s / 2^20)."""
+    import datetime
+    from bokeh.models import Label
+    from postprocess.report import interactive
+    empty = 'backend=posix,filesize=0,mode=fpp,pattern=mdfiles,ranks=2,size=5000'
+    findings = [finding(check='MDEmptyFiles %size=5000', params=empty, phase='read',
+                        status='regression', median=0.16, history_median=0.2,
+                        expected_median=0.2, change=-0.2, since='2026-11-12'),
+                finding(check='MDEmptyFiles %size=5000', params=empty, phase='stat',
+                        median=0.5, history_median=0.5, expected_median=0.5),
+                finding(phase='read')]
+    cases = [{'system': 's', 'partition': 'p', 'environ': 'e', 'display_name': f['check'],
+              'result': 'pass'} for f in findings]
+    page = Path(html.write_report(str(tmp_path / 'index.html'), [], findings, [],
+                                  verdict=verdict.build(findings, cases))).read_text()
+    assert '1.678e+05 vs 2.097e+05 expected (ops/s)' in page            # the attention line
+    assert '5.243e+05 ops/s</td>' in page and '>100</td>' in page        # table: ops/s, MiB/s
+    nights = [(0, [0.15, 0.16]), (1, [0.2, 0.21])]
+    fig = interactive._figure('t', [datetime.date(2026, 11, 1), datetime.date(2026, 11, 2)],
+                              nights, {}, (0.1, None, 0.2), scale=2.0 ** 20, unit='ops/s')
+    assert fig.yaxis[0].axis_label == 'ops/s'
+    assert [lb.text for lb in fig.center if isinstance(lb, Label)] == ['reference 2.097e+05 ops/s']

@@ -7,6 +7,7 @@ import sys
 from postprocess.common import atomic
 from postprocess.common.findings import group_label, is_many
 from postprocess.common.jsonfile import read_json
+from postprocess.common.units import value_unit
 from postprocess.history import inputs
 from postprocess.detect.options import DEFAULTS
 
@@ -131,15 +132,18 @@ def format_finding(f):
                 f'{f["history_nights"]} nights{z}){fio}')
         return (f'{f["status"].upper():22s} {f["night"]} {f["system"]}:{f["partition"]} '
                 f'{f["phase"]}: {what}')
+    scale, unit = value_unit(f['params'])
+    unit = f' {unit}' if scale != 1.0 else ''      # empty files: operations/s (common/units.py)
     if f['history_median'] is None or f['change'] is None or f.get('expected_median') is None:
         versus = f'(n={f["n"]}; {f["history_nights"]} earlier nights)'
     else:
-        versus = (f'vs expected {f["expected_median"]:.4g} ({_pct(f["change"])}{since}, '
-                  f'z {f["z"]:+.1f}, n={f["n"]}; history median {f["history_median"]:.4g} over '
-                  f'{f["history_nights"]} nights)')
+        versus = (f'vs expected {f["expected_median"] * scale:.4g}{unit} ({_pct(f["change"])}'
+                  f'{since}, z {f["z"]:+.1f}, n={f["n"]}; history median '
+                  f'{f["history_median"] * scale:.4g} over {f["history_nights"]} nights)')
     outl = f' outliers={f["outliers"]}' if f['outliers'] else ''
     return (f'{f["status"].upper():22s} {f["night"]} {f["system"]}:{f["partition"]}+{f["environ"]} '
-            f'{f["check"]} [{f["params"]}] {f["phase"]}: median {f["median"]:.4g} {versus}{outl}')
+            f'{f["check"]} [{f["params"]}] {f["phase"]}: median {f["median"] * scale:.4g}{unit} '
+            f'{versus}{outl}')
 
 
 def latest_per_series(findings):

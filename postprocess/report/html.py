@@ -11,6 +11,7 @@ from markupsafe import Markup
 
 from postprocess.common import atomic
 from postprocess.common.findings import is_many, many_label
+from postprocess.common.units import value_unit
 from postprocess.report import verdict as vd
 from postprocess.report.interactive import sparkline
 from postprocess.why import text as why_text
@@ -81,6 +82,7 @@ def attention_lines(attention, info, darshan):
         # the change is against the expected level when the detector gives one (issue 11)
         check, median, history_median = vd.check_class(a['check']), a.get('median'), \
             a.get('expected_median', a.get('history_median'))
+        scale, unit = value_unit(a.get('params'))
         if is_many(a):       # medians of a change of many series are ratios, not MiB/s
             check = f'{a["system"]}:{a["partition"]}'
             what = many_label(a)
@@ -88,12 +90,16 @@ def attention_lines(attention, info, darshan):
         lines.append({
             'kind': a['kind'], 'label': LABEL[a['kind']], 'check': check,
             'what': what, 'phase': a.get('phase', ''), 'change': a.get('change'),
-            'median': median, 'history_median': history_median,
-            'since': a.get('since'), 'reason': a.get('reason'),
+            'median': _scaled(median, scale), 'history_median': _scaled(history_median, scale),
+            'unit': unit, 'since': a.get('since'), 'reason': a.get('reason'),
             'where': f'{a["system"]}:{a["partition"]}+{a["environ"]}',
             'spark': info.spark(sk, flagged), 'links': _links(sk, info, darshan),
             'why': why_text.page_lines(a)})     # postprocess/why: what changed, acceptance
     return lines
+
+
+def _scaled(value, scale):
+    return None if value is None else value * scale
 
 
 def groups(rest, info, darshan, efficiency):
@@ -102,11 +108,13 @@ def groups(rest, info, darshan, efficiency):
     for f in rest:
         sk = vd.finding_key(f) + (f['phase'],)
         cls = vd.check_class(f['check'])
+        scale, unit = value_unit(f['params'])
         row = {'status': f['status'], 'params': vd.short_params(f['params'], f['check']),
                'full': f'{f["check"]} [{f["params"]}]', 'phase': f['phase'], 'night': f['night'],
                'where': f'{f["system"]}:{f["partition"]}+{f["environ"]}',
-               'median': f.get('median'),
-               'history_median': f.get('expected_median', f.get('history_median')),
+               'median': _scaled(f.get('median'), scale), 'unit': unit,
+               'history_median': _scaled(f.get('expected_median', f.get('history_median')),
+                                         scale),
                'change': f.get('change'), 'z': f.get('z'), 'n': f.get('n'),
                'outliers': ', '.join(map(str, f.get('outliers') or [])),
                'efficiency': (efficiency or {}).get(sk),

@@ -8,6 +8,7 @@ import datetime
 
 import numpy as np
 
+from postprocess.common.units import value_unit
 from postprocess.history.perflog import PHASES
 
 # Bokeh is imported where used (~0.4 s): the report imports it after forking its PNG workers,
@@ -21,9 +22,11 @@ def resources_js():
     return Resources(mode='inline', components=['bokeh']).render_js()
 
 
-def _figure(title, days, nights, flags, band=None, notes=None):
+def _figure(title, days, nights, flags, band=None, notes=None, scale=1.0, unit='MiB/s'):
     from bokeh.models import BoxAnnotation, ColumnDataSource, HoverTool, Label, Span
     from bokeh.plotting import figure
+    nights = [(s, np.asarray(v) * scale) for s, v in nights]     # common/units.py
+    band = band and tuple(None if b is None else b * scale for b in band)
     medians = [float(np.median(v)) for _, v in nights]
     when = np.array(days, dtype='datetime64[D]').astype('datetime64[ms]')  # Bokeh wants ms times
     night_src = ColumnDataSource({
@@ -34,7 +37,7 @@ def _figure(title, days, nights, flags, band=None, notes=None):
     rep_days = np.repeat(when, [len(v) for _, v in nights])
     fig = figure(height=230, sizing_mode='stretch_width', x_axis_type='datetime',
                  tools='pan,wheel_zoom,box_zoom,reset,save', active_drag='box_zoom',
-                 title=title, y_axis_label='MiB/s', toolbar_location='right')
+                 title=title, y_axis_label=unit, toolbar_location='right')
     fig.title.text_font_size = '11px'
     fig.scatter(rep_days, np.concatenate([v for _, v in nights]), size=4, color='#9e9e9e',
                 alpha=0.7)
@@ -57,7 +60,7 @@ def _figure(title, days, nights, flags, band=None, notes=None):
                             line_width=1))
         # on the line, not in the title: a check's title already fills a half-width figure
         fig.add_layout(Label(x=6, x_units='screen', y=ref, y_offset=2, text_font_size='10px',
-                             text=f'reference {ref:.4g} MiB/s', text_color='#2e7d32'))
+                             text=f'reference {ref:.4g} {unit}', text_color='#2e7d32'))
     for day in days:        # site notes (ci/nightly.sh --note): a dashed line, the text beside
         text = (notes or {}).get(day.isoformat())
         if text:
@@ -67,7 +70,7 @@ def _figure(title, days, nights, flags, band=None, notes=None):
             fig.add_layout(Label(x=at, y=4, y_units='screen', x_offset=3, text=text[:60],
                                  text_font_size='9px', text_color='#6a1b9a', angle=1.5708))
     fig.add_tools(HoverTool(renderers=[dots, line], mode='vline', tooltips=[
-        ('night', '@night'), ('median', '@median{0.0} MiB/s'), ('min–max', '@lo{0.0}–@hi{0.0}'),
+        ('night', '@night'), ('median', '@median{0.0} ' + unit), ('min–max', '@lo{0.0}–@hi{0.0}'),
         ('repetitions', '@n'), ('flag', '@status')]))
     return fig
 
@@ -101,8 +104,10 @@ def history_figures(history, series, findings, value='bw_MiBps', last_nights=Non
         days = [datetime.date.fromisoformat(history.sessions[s]['night']) for s, _ in nights]
         anchor = f'h-{kid}-{phase}'
         anchors[(kid, phase_id)] = anchor
+        scale, unit = value_unit(key[4]) if value == 'bw_MiBps' else (1.0, value)
         figs[anchor] = _figure(f'{key[3]} · {phase}', days, nights, flags.get(key + (phase,), {}),
-                               bands.get((kid, phase)), (site_notes or {}).get(key[:2]))
+                               bands.get((kid, phase)), (site_notes or {}).get(key[:2]),
+                               scale, unit)
     from bokeh.embed import components
     script, divs = components(figs)
     return anchors, script, divs

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from postprocess.common import atomic  # noqa: E402
+from postprocess.common.units import value_unit  # noqa: E402
 from postprocess.history.store import BASELINE_BACKEND  # noqa: E402
 from postprocess.history.perflog import PHASES, parse_params  # noqa: E402
 
@@ -200,6 +201,8 @@ def history(history, findings, outdir, notes, series=None, last_nights=None, pro
         phase = PHASES[phase_id]
         key = history.keys[kid]
         days = [datetime.date.fromisoformat(history.sessions[s]['night']) for s, _ in nights]
+        scale, unit = value_unit(key[4])                  # empty files: operations/s
+        nights = [(s, np.asarray(v) * scale) for s, v in nights]
         fig, ax = plt.subplots(figsize=(8, 4.2))
         # one scatter for all repetitions: one artist per night makes long histories slow to draw
         ax.scatter(np.repeat(np.array(days, dtype='datetime64[D]'), [len(v) for _, v in nights]),
@@ -209,7 +212,7 @@ def history(history, findings, outdir, notes, series=None, last_nights=None, pro
                 label='night median')
         band = bands.get((kid, phase))
         if band:
-            low, high, ref = band
+            low, high, ref = (None if b is None else b * scale for b in band)
             top = high if high is not None else max(np.max(v) for _, v in nights) * 1.1
             ax.axhspan(low, top, color='C2', alpha=0.12, label='reference band')
             ax.axhline(ref, color='C2', lw=1, label=f'reference {ref:.4g}')
@@ -220,7 +223,7 @@ def history(history, findings, outdir, notes, series=None, last_nights=None, pro
                 ax.scatter(*zip(*hit), s=110, facecolors='none', edgecolors=color, lw=2,
                            zorder=4, label=status)
         _note_markers(ax, days, (site_notes or {}).get(key[:2], {}))
-        ax.set_ylabel(f'{phase} bandwidth [MiB/s]')
+        ax.set_ylabel(f'{phase} bandwidth [MiB/s]' if unit == 'MiB/s' else f'{phase} [{unit}]')
         ax.set_title(f'{key[3]}\n[{key[4]}]\n{key[0]}:{key[1]}+{key[2]} {phase}', fontsize=8)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc='best')

@@ -10,6 +10,7 @@ import os
 import pathlib
 
 from postprocess.common.findings import is_many, many_label
+from postprocess.common.units import value_unit
 from postprocess.report import verdict
 from postprocess.why import text as why_text
 
@@ -36,11 +37,7 @@ def _change(a):
 
 
 def _unit(a):
-    """(scale, unit) of a series' medians: empty files (filesize=0) are judged in operations per
-    second, logged as operations per repetition (CONTRACT §3), so their "MiB/s" are ops/s / 2^20."""
-    if 'filesize=0' in (a.get('params') or '').split(','):
-        return 2.0 ** 20, 'ops/s'
-    return 1.0, 'MiB/s'
+    return value_unit(a.get('params'))
 
 
 def format_line(a):
