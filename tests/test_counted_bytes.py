@@ -5,7 +5,8 @@ its JSON and the ReFrame check's sanity must see it.
 Shim modes, for write calls of more than 4 KiB on a file whose path contains $IOB_SHIM_MATCH:
 - short: move half and return half (a legal short write: the caller must write the rest);
 - over:  move all and return 4 KiB more than asked (a layer that miscounts: only a count catches it);
-- drop:  move half and return all (a layer that lies: no count can see it, --verify must).
+- drop:  move half and return all (a layer that lies: no count can see it, --verify must);
+- zero:  move nothing and return 0 (no error, no progress: retrying for ever would hang the run).
 Each altered call writes one line "iob-shim <call> <bytes>" to stderr, so a test knows the fault hit.
 """
 import json
@@ -36,7 +37,8 @@ static char tracked[65536];
 static int mode(void)
 {
     const char *m = getenv("IOB_SHIM_MODE");
-    return !m ? 0 : !strcmp(m, "short") ? 1 : !strcmp(m, "over") ? 2 : !strcmp(m, "drop") ? 3 : 0;
+    return !m ? 0 : !strcmp(m, "short") ? 1 : !strcmp(m, "over") ? 2 : !strcmp(m, "drop") ? 3
+         : !strcmp(m, "zero") ? 4 : 0;
 }
 static int opened(const char *sym, const char *p, int flags, mode_t md)
 {
@@ -68,7 +70,7 @@ static ssize_t told(ssize_t r, size_t n, size_t want)
         return r;
     return mode() == 2 ? (ssize_t)n + 4096 : mode() == 3 ? (ssize_t)n : r;
 }
-static size_t want_of(size_t n) { return mode() == 2 ? n : n / 2; }
+static size_t want_of(size_t n) { return mode() == 2 ? n : mode() == 4 ? 0 : n / 2; }
 ssize_t pwrite(int fd, const void *b, size_t n, off_t o)
 {
     ssize_t (*real)(int, const void *, size_t, off_t) = dlsym(RTLD_NEXT, "pwrite");
@@ -99,7 +101,7 @@ ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t o)
     if (!hit(fd, n, "pwritev"))
         return real(fd, iov, cnt, o);
     ssize_t (*pw)(int, const void *, size_t, off_t) = dlsym(RTLD_NEXT, "pwrite");
-    size_t want = mode() == 2 ? n : iov[0].iov_len / 2;
+    size_t want = mode() == 2 ? n : mode() == 4 ? 0 : iov[0].iov_len / 2;
     if (mode() == 2)
         return told(real(fd, iov, cnt, o), n, n);
     return told(pw(fd, iov[0].iov_base, want, o), n, want);
@@ -226,3 +228,12 @@ def test_reframe_sanity_names_the_counted_bytes(iobench, shim, tmp_path):
     assert re.search(r"write: the backend's calls moved 2105344 bytes, the pattern asked for 2097152",
                      fails['posix:fpp']), fails['posix:fpp']
     assert 'the call moved 524288 bytes, asked for 1048576' in fails['mpiio:independent'], fails['mpiio:independent']
+
+
+def test_write_that_moves_nothing_fails_not_hangs(run_iobench, shim, tmp_path):
+    """pwritev returning 0 without an error: posix's retry loop stops and names the call."""
+    proc, doc, hits = shimmed(run_iobench, shim, tmp_path, 'posix:fpp', 'zero')
+    assert proc.returncode == 1 and doc['status'] == 'failed', proc.stderr[-2000:]
+    assert re.search(rf'^pwritev\(.*counted\.rep0\.\d, offset 0\): wrote 0 bytes \(0 of {XFER} bytes\)$',
+                     doc['error']), doc['error']
+    assert os.listdir(tmp_path) == []
