@@ -182,7 +182,7 @@ def test_stop_leaves_no_daemons_and_start_is_idempotent(slurm, tmp_path):
     finally:
         res = run(['flock', str(tmp_path / 'lock'), 'bash', str(START), *again_args], timeout=600)
     assert res.returncode == 0, res.stderr
-    assert run(['flock', '-n', str(tmp_path / 'lock'), 'true']).returncode == 0, 'a daemon holds the lock
+    assert run(['flock', '-n', str(tmp_path / 'lock'), 'true']).returncode == 0, 'a daemon holds the lock'
     assert run(['sinfo', '-h', '-n', 'localhost', '-o', '%T']).stdout.strip() == 'idle'
     t0 = time.time()
     again = run(['bash', str(START), *again_args], timeout=120)
