@@ -80,9 +80,10 @@ static int flush(posix_state *s)
         if (r < 0)
             return iob_fail(s->c, "%s(%s, offset %lld): %s", s->writing ? "pwritev" : "preadv", s->file,
                             (long long)off, strerror(errno));
-        if (r == 0)
-            return iob_fail(s->c, "preadv(%s, offset %lld): unexpected end of file (%lld of %lld bytes)",
-                            s->file, (long long)off, (long long)done, (long long)s->len);
+        if (r == 0) /* no progress: end of file (read) or a write that moves nothing (would loop) */
+            return iob_fail(s->c, "%s(%s, offset %lld): %s (%lld of %lld bytes)", s->writing ? "pwritev" : "preadv",
+                            s->file, (long long)off, s->writing ? "wrote 0 bytes" : "unexpected end of file",
+                            (long long)done, (long long)s->len);
         done += r, off += r;
         s->c->moved += r; /* counted as the calls returned them */
         while (n > 0 && (size_t)r >= iov->iov_len)

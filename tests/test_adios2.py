@@ -189,3 +189,31 @@ def test_workload_patterns(mode, pattern, extra, run_iobench, tmp_path):
     proc, doc = run_iobench(args, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert doc["status"] == "ok" and doc["repetitions"][0]["read"]["verified"] is True
+
+
+@pytest.mark.parametrize("mode", ["bp5", "bp4"])
+def test_each_rank_fsyncs_only_the_subfiles_it_wrote(mode, iobench, tmp_path):
+    """Sync is fair (issue 19): a rank fsyncs the subfiles its engine held open, and rank 0 the
+    metadata; no rank fsyncs a subfile another rank wrote (on a parallel file system that is lock
+    traffic, not its I/O). 4 ranks, 2 aggregators, one strace output per rank (its threads included:
+    ADIOS2 writes subfiles from a thread)."""
+    import shutil
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed")
+    data, traces = tmp_path / "data", tmp_path / "traces"
+    data.mkdir(), traces.mkdir()
+    wrap = f'exec strace -f -y -e trace=openat,fsync -o {traces}/rank$OMPI_COMM_WORLD_RANK "$@"'
+    cmd = mpirun_cmd(4) + ["sh", "-c", wrap, "sh", iobench,
+                           *map(str, base(data, mode, "--phase", "write", "--param", "NumAggregators=2"))]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    synced_by, written_by = {}, {}
+    for f in traces.iterdir():
+        text = f.read_text()
+        synced_by[f.name] = set(re.findall(r"^(?:\d+ +)?fsync\(\d+<[^>]*/(data\.\d+)>\)", text, re.M))
+        written_by[f.name] = set(re.findall(r'^(?:\d+ +)?openat\(.*"[^"]*/(data\.\d+)", O_\w*(?:WRONLY|RDWR)',
+                                            text, re.M))
+    assert set().union(*synced_by.values()) == {"data.0", "data.1"}, synced_by      # every subfile synced
+    for pid, synced in synced_by.items():
+        assert synced <= written_by[pid], (pid, synced, written_by[pid])           # only one's own
+    assert sum(bool(s) for s in synced_by.values()) == 2, synced_by                # by its 2 writers

@@ -7,6 +7,7 @@ tools land in the perflog as their own series. `--tag scaling` sweeps local's ra
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -106,3 +107,26 @@ def test_rank_counts_are_validated():
     ior = [i for i, ln in enumerate(lines) if ln.startswith('mpirun') and '/y/ior' in ln]
     assert len(iob) == len(ior) == 6 and iob[0] < ior[0] and ior[2] < iob[2] and iob[4] < ior[4]
     assert all('-a HDF5 -c -b 4m -t 1m -s 2 -e -l o ' in lines[i] for i in ior)   # offset stamps, as iobench's
+
+
+def test_ior_pairs_place_ranks_from_the_configuration(tmp_path, monkeypatch):
+    """The IOR comparison job asks for the placement the iobench checks ask for (docs/site.md): on
+    local-cluster (4 cores per node) at most 4 tasks per node on whole nodes, so IOR and iobench run
+    on the nodes the suite's figures come from. A dry run writes the job scripts without running."""
+    ior = ior_binary()
+    if not ior:
+        pytest.skip('no IOR binary (IOR_ROOT or PATH): IORPairs skips before its job script exists')
+    monkeypatch.setenv('IOR_ROOT', os.path.dirname(os.path.dirname(ior)))
+    work = tmp_path / 'rf'
+    work.mkdir()
+    proc = subprocess.run(['reframe', '-C', os.path.join(os.path.dirname(CHECKS), 'configs', 'settings.py'),
+                           '--system', 'local-cluster', '-c', os.path.join(CHECKS, 'ior_compare.py'),
+                           '-n', 'IORCompare.*posix:fpp', '--dry-run', '--prefix', str(work), '--nocolor'],
+                          capture_output=True, text=True, timeout=300, cwd=work)
+    scripts = sorted(work.glob('stage/local-cluster/cluster/*/IORPairs_*/rfm_job.sh'))
+    assert len(scripts) == 2, proc.stdout[-3000:]          # the smallest and the largest rank count
+    for script in scripts:
+        text = script.read_text()
+        ntasks = int(re.search(r'#SBATCH --ntasks=(\d+)', text).group(1))
+        assert f'#SBATCH --ntasks-per-node={min(ntasks, 4)}\n' in text, text
+        assert '#SBATCH --exclusive\n' in text, text

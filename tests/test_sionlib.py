@@ -153,3 +153,19 @@ def test_not_a_container_carries_sionlibs_message(run_iobench, tmp_path):
     # SIONlib's own words (it prints them on stderr only), after the call that failed
     assert doc["error"].startswith("sion_paropen_mpi(") and "not a sion file" in doc["error"], doc["error"]
     assert "bw_MiBps" not in json.dumps(doc)
+
+
+def test_ior_pattern_writes_in_place(iobench, tmp_path):
+    """Fair to SIONlib (issue 19): the ior pattern's variables are already one contiguous block, so
+    sion_fwrite/sion_fread get that memory itself: nothing allocated or copied in the timed span. 128 MiB
+    in one rank: its peak memory is the block once, not twice (before: a packed copy of it)."""
+    import sys
+    from conftest import mpirun_cmd
+    args = ["--backend", "sionlib", "--pattern", "ior", "--param", "block=128m", "--dir", str(tmp_path)]
+    probe = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True); "
+             "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", probe] + mpirun_cmd(1) + [iobench] + args,
+                         capture_output=True, text=True, timeout=300).stdout.split()
+    assert int(out[0]) == 0
+    assert 128 * 1024 < int(out[1]) < 192 * 1024, f"peak RSS {out[1]} KiB for a 128 MiB block"
+    assert os.listdir(tmp_path) == []

@@ -163,8 +163,9 @@ def test_time_limit_is_honoured(slurm, tmp_path):
     assert 'DUE TO TIME LIMIT' in stderr, stderr
 
 
-def test_stop_leaves_no_daemons_and_start_is_idempotent(slurm):
-    """stop.sh ends every daemon; start.sh brings the node back to idle; a second start is a no-op."""
+def test_stop_leaves_no_daemons_and_start_is_idempotent(slurm, tmp_path):
+    """stop.sh ends every daemon; start.sh brings the node back to idle; a second start is a no-op.
+    Started under `flock LOCK`, as tests and docs do, the daemons must not keep the lock held."""
     names = ('munged', 'mariadbd', 'slurmdbd', 'slurmctld', 'slurmd', 'slurmstepd')
     # the namespaced nodes of `start.sh --nodes N`, if running: removed by stop.sh, made again after
     nodes_file = pathlib.Path('/run/slurm/ioregress-nodes')
@@ -179,8 +180,9 @@ def test_stop_leaves_no_daemons_and_start_is_idempotent(slurm):
         assert run(['ip', 'link', 'show', 'iorbr0']).returncode != 0, 'bridge left behind'
         assert not nodes_file.exists()
     finally:
-        res = run(['bash', str(START), *again_args], timeout=600)
+        res = run(['flock', str(tmp_path / 'lock'), 'bash', str(START), *again_args], timeout=600)
     assert res.returncode == 0, res.stderr
+    assert run(['flock', '-n', str(tmp_path / 'lock'), 'true']).returncode == 0, 'a daemon holds the lock'
     assert run(['sinfo', '-h', '-n', 'localhost', '-o', '%T']).stdout.strip() == 'idle'
     t0 = time.time()
     again = run(['bash', str(START), *again_args], timeout=120)

@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from test_iobench_timing import DELAY, shim  # noqa: F401  (shim: the delay library, a fixture)
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 START = REPO / 'ci' / 'slurm' / 'start.sh'
 STOP = REPO / 'ci' / 'slurm' / 'stop.sh'
@@ -59,10 +61,11 @@ def cluster():
         assert res.returncode == 0, res.stdout + res.stderr
 
 
-def srun(args, timeout=120):
+def srun(args, timeout=120, env=None):
     """srun in partition cluster from this host, with the MPI settings of the local-cluster system."""
     # -K: a rank that dies ends the step at once (else the others wait in MPI until the timeout)
-    return run(['srun', '-K', '-p', 'cluster', *args], timeout=timeout, env=dict(os.environ, **MPI_ENV))
+    return run(['srun', '-K', '-p', 'cluster', *args], timeout=timeout,
+               env=dict(os.environ, **MPI_ENV, **(env or {})))
 
 
 # ---- the cluster itself --------------------------------------------------------------------------------
@@ -168,6 +171,28 @@ def test_pagepool_reports_cache_not_defeated(cluster, iobench, tmp_path):
     assert doc['cache_defeat'] == "cache not defeated (1 of 7 ranks read their own node's data)"
     doc = run_iobench_on(iobench, ['--backend', 'posix', '--param', 'pagepool=1'], LAYOUTS['4x8-block'][0], tmp_path)
     assert doc['cache_defeated'] is True and doc['cache_defeat'] == 'rank_shift+posix_fadvise_dontneed'
+
+
+# ---- IOR's timing across nodes ---------------------------------------------------------------------
+def test_one_delay_counted_when_the_slow_ranks_are_on_different_nodes(cluster, iobench, shim, tmp_path):
+    """Rank 0 (iorn1) waits DELAY in open(), rank 1 (iorn2) DELAY in close() (tests/test_iobench_timing.py's
+    LD_PRELOAD shim): each rank's span starts at its own exit from the barrier, so the phase counts one
+    delay across nodes as on one; --param barriers=1 (IOR -g) counts both."""
+    env = {'LD_PRELOAD': shim, 'IOB_DELAY_MATCH': 'slowrank', 'IOB_DELAY_S': str(DELAY),
+           'IOB_DELAY_OPEN_RANK': '0', 'IOB_DELAY_CLOSE_RANK': '1'}
+    totals = {}
+    for extra in ([], ['--param', 'barriers=1']):
+        res = srun(['-N', 2, '-n', 2, '-m', 'block', iobench, '--backend', 'posix', '--mode', 'fpp', '--size', 16,
+                    '--dir', tmp_path, '--name', 'slowrank', '--phase', 'write', *extra], env=env)
+        assert res.returncode == 0, res.stderr[-2000:]
+        doc = json.loads(res.stdout)
+        assert doc['nodes'] == 2 and doc['read_placement']['node_of_rank'] == [0, 1], doc['hosts']
+        w = doc['repetitions'][0]['write']
+        assert w['open_s'] >= DELAY and w['close_s'] >= DELAY, w    # both delays happened
+        totals[bool(extra)] = w['total_s']
+    assert DELAY <= totals[False] < 1.5 * DELAY, totals
+    assert totals[True] >= 2 * DELAY, totals
+    assert list(tmp_path.iterdir()) == []
 
 
 # ---- ReFrame on local-cluster: placement from the configuration -----------------------------------------

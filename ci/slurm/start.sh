@@ -46,6 +46,12 @@ MAXTIME="${IOREGRESS_SLURM_MAXTIME:-240}"
 [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || bad "IOREGRESS_SLURM_TIMEOUT must be a positive integer, got '$TIMEOUT'"
 [[ "$MAXTIME" =~ ^[1-9][0-9]*$ ]] || bad "IOREGRESS_SLURM_MAXTIME must be a positive integer, got '$MAXTIME'"
 [[ $EUID -eq 0 ]] || die "must run as root (starts system daemons), running as uid $EUID"
+# The daemons started below inherit this script's descriptors: a caller's lock (`flock LOCK start.sh`,
+# as the tests and docs do) would stay held by munged, mariadb and slurm* for as long as they run,
+# and every later `flock LOCK` would wait for ever. Keep stdin/out/err only (255: bash reads us).
+for fd in $(ls /proc/$$/fd); do
+    case "$fd" in 0|1|2|255) ;; *) eval "exec $fd>&-" 2>/dev/null || true ;; esac
+done
 
 # --- 1. packages (idempotent: apt only when a daemon binary is missing) -----------------------------------
 need=()

@@ -33,7 +33,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import PerformanceError, ReframeError, SanityError
 
-from . import references, results, scratch
+from . import references, results, scaling, scratch
 from .build import IOBenchBuild
 from .darshan import DarshanCapture
 from .lustre import LustreStripe, stripe_menu
@@ -162,14 +162,7 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
 
     @run_after('setup')
     def set_placement(self):
-        # Placement from the configuration, not the site's defaults: a partition that states its
-        # cores per node (ReFrame's `processor: {num_cpus: N}`) gets min(ranks, N) tasks per node on
-        # whole nodes (nobody else's I/O in the figures); a partition that states none (a laptop,
-        # the one-node Slurm) is left as it is. docs/site.md.
-        cores = self.current_partition.processor.num_cpus
-        if cores:
-            self.num_tasks_per_node = min(self.num_tasks, cores)
-            self.exclusive_access = True
+        scaling.place_on_whole_nodes(self, self.current_partition)
 
     # ---- run ---------------------------------------------------------------------------------
     def _run_dir(self):

@@ -32,7 +32,7 @@ from reframe.core.builtins import fixture, parameter, run_after, run_before, san
 
 from . import results, scratch
 from .build import IOBenchBuild
-from .scaling import rank_menu, rank_skip_reason
+from .scaling import place_on_whole_nodes, rank_menu, rank_skip_reason
 
 MiB = 2 ** 20
 #: iobench backend:mode -> IOR's arguments for the same API, file mode and collectiveness.
@@ -167,6 +167,11 @@ class IORPairs(rfm.RunOnlyRegressionTest):
         reason = rank_skip_reason(self.current_partition, self.ranks)
         self.skip_if(reason is not None, reason)
         self.ior_path = path
+
+    @run_after('setup')
+    def set_placement(self):
+        # the same placement as the iobench checks: IOR and iobench get the nodes the suite's figures get
+        place_on_whole_nodes(self, self.current_partition)
 
     @run_before('run')
     def write_script(self):

@@ -53,3 +53,14 @@ def rank_skip_reason(partition, ranks):
         return (f'ranks={ranks} is not in the rank_counts {counts} of partition '
                 f'{partition.fullname} (extras)')
     return None
+
+
+def place_on_whole_nodes(test, partition):
+    """Placement from the configuration, not the site's defaults (docs/site.md): a partition that states
+    its cores per node (ReFrame's `processor: {num_cpus: N}`) gets min(ranks, N) tasks per node on
+    whole nodes (nobody else's I/O in the figures); one that states none (a laptop, the one-node
+    Slurm) is left as it is. Every check that launches ranks calls this after setup."""
+    cores = partition.processor.num_cpus
+    if cores:
+        test.num_tasks_per_node = min(test.num_tasks, cores)
+        test.exclusive_access = True
