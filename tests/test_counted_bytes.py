@@ -13,7 +13,6 @@ import json
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 
@@ -22,6 +21,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'reframe_checks'))
 from iobench_lib import results  # noqa: E402
+from preload import build_preload  # noqa: E402  (tests/preload.py)
 
 SHIM = r'''
 #define _GNU_SOURCE
@@ -117,14 +117,7 @@ ASKED = NP * BLOCK
 
 @pytest.fixture(scope='module')
 def shim(tmp_path_factory):
-    cc = shutil.which('cc') or shutil.which('gcc')
-    if not cc:
-        pytest.skip('no C compiler for the LD_PRELOAD shim')
-    d = tmp_path_factory.mktemp('countshim')
-    (d / 'count.c').write_text(SHIM)
-    subprocess.run([cc, '-shared', '-fPIC', '-O2', '-Wall', '-o', str(d / 'count.so'), str(d / 'count.c'), '-ldl'],
-                   check=True, capture_output=True)
-    return str(d / 'count.so')
+    return build_preload(tmp_path_factory.mktemp('countshim'), 'count', SHIM)
 
 
 def shimmed(run_iobench, shim, tmp_path, io, mode, *extra):

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 
 import pytest
+from preload import build_preload  # tests/preload.py
 
 DELAY = 0.4   # seconds; large against this machine's open/write/close of 32 KiB, small for the suite
 
@@ -62,14 +63,7 @@ int close(int fd)
 
 @pytest.fixture(scope='module')
 def shim(tmp_path_factory):
-    cc = shutil.which('cc') or shutil.which('gcc')
-    if not cc:
-        pytest.skip('no C compiler for the LD_PRELOAD shim')
-    d = tmp_path_factory.mktemp('shim')
-    (d / 'delay.c').write_text(SHIM)
-    subprocess.run([cc, '-shared', '-fPIC', '-O2', '-o', str(d / 'delay.so'), str(d / 'delay.c'), '-ldl'],
-                   check=True, capture_output=True)
-    return str(d / 'delay.so')
+    return build_preload(tmp_path_factory.mktemp('shim'), 'delay', SHIM)
 
 
 def delayed_write(run_iobench, shim, tmp_path, *extra):
