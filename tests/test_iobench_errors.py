@@ -5,6 +5,8 @@ import subprocess
 
 import pytest
 
+from conftest import BAD_INPUT_ENV
+
 
 def own_lines(stderr):
     """iobench's stderr lines; mpirun adds a banner of its own when ranks exit non-zero."""
@@ -54,7 +56,7 @@ def test_bad_input(args, named, run_iobench, iobench_backends, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     args = list(args) if "--dir" in args else ["--dir", data] + list(args)
-    proc, doc = run_iobench(args)
+    proc, doc = run_iobench(args, env=BAD_INPUT_ENV)
     assert proc.returncode == 2, proc.stderr
     lines = own_lines(proc.stderr)
     assert len(lines) == 1, proc.stderr

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import mpirun_cmd
+from conftest import BAD_INPUT_ENV, mpirun_cmd
 
 BLOCK, XFER, SEGS = 64 * 1024, 16 * 1024, 3
 XW, STAMP_EVERY = XFER // 8, 512          # words per transfer; one stamp per 4 KiB
@@ -180,7 +180,8 @@ def test_bad_sizes_one_line_exit_2_nothing_created(iobench, tmp_path, params, wo
     args = ["--backend", "posix", "--pattern", "ior", "--dir", str(tmp_path)]
     for p in params:
         args += ["--param", p]
-    proc = subprocess.run(mpirun_cmd(2) + [iobench] + args, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(mpirun_cmd(2) + [iobench] + args, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, **BAD_INPUT_ENV))
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("iobench")]
     assert len(lines) == 1 and lines[0].startswith("iobench: error: ") and words in lines[0], proc.stderr

@@ -252,6 +252,7 @@ def test_unavailable_stripe_is_skipped_with_reason(tmp_path):
     assert "stripe 'c4-S4M'" in reason and ('+lustre' in reason or 'menu' in reason), reason
 
 
+@pytest.mark.slow      # the hung rank waits out its 20 s time limit (~30 s in all)
 def test_killed_rank_fails_fast_and_hung_rank_hits_time_limit(tmp_path):
     checks = str(REPO / 'tests' / 'reframe_checks' / 'rank_failure.py')
     proc = reframe(tmp_path / 'rf', '-c', checks, '-r')

@@ -108,6 +108,7 @@ def reframe_db(results, *args):
                           capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.slow      # five real nightlies plus the confirmation re-run: ~2 min on a quiet 2-core VM
 def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
     results = tmp_path / 'results'
     base = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',

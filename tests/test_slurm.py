@@ -122,6 +122,7 @@ def test_impossible_request_fails_fast(slurm):
     assert run(['squeue', '-h', '-t', 'PD']).stdout.strip() == '', 'nothing may be left pending'
 
 
+@pytest.mark.slow      # waits for Slurm's 1-minute limit (the smallest) and its kill: 60-120 s
 def test_time_limit_is_honoured(slurm, tmp_path):
     """A ReFrame check with time_limit 1 min running `sleep 600` is killed by Slurm (TIMEOUT) and fails."""
     check = tmp_path / 'timelimit_check.py'

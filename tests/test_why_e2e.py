@@ -32,7 +32,8 @@ sys.path.insert(0, str(REPO / 'tests'))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
 from nights import redate_perflogs as redate  # noqa: E402
 
-pytestmark = pytest.mark.reframe
+# every test asserts on one module-scoped sequence of eight real nightlies (~2 min quiet): -m slow
+pytestmark = [pytest.mark.reframe, pytest.mark.slow]
 FIRST = datetime.date(2026, 3, 1)
 NAMES = ['BenchIO.*ranks=2.*hdf5:independent', 'BenchIO.*ranks=2.*posix:fpp']
 CLEAN = 6

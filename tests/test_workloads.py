@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import iobench_error_lines
+from conftest import BAD_INPUT_ENV, iobench_error_lines
 
 NP = 2
 HACC_VARS = ["id", "mask", "x", "y", "z", "vx", "vy", "vz", "phi"]
@@ -389,7 +389,7 @@ BAD = [
 def test_bad_input(args, names, iobench_backends, run_iobench, tmp_path):
     if args[1] not in iobench_backends:
         pytest.skip(f"backend {args[1]} not compiled in")
-    proc, doc = run_iobench(args + ["--dir", tmp_path])
+    proc, doc = run_iobench(args + ["--dir", tmp_path], env=BAD_INPUT_ENV)
     assert proc.returncode == 2 and doc is None
     (line,) = iobench_error_lines(proc.stderr)
     assert line.startswith("iobench: error: ") and names in line
