@@ -224,7 +224,7 @@ def test_page_shows_why_and_acceptance(nights, browser, tmp_path):
     # the site note: a marker with its text in every interactive history figure (Bokeh Label)
     src = red_page.read_text()
     figures = src.count('<figure id="h-')
-    assert figures >= 2 and src.count(f'"name":"Label"') >= figures
+    assert figures >= 2 and src.count('"name":"Label"') >= figures
     assert src.count(f'"text":"{NOTE}"') == figures
     machine = [e.text for e in browser.find_elements('css selector', 'td.machine')]
     assert machine and all(t.startswith('load ') and '% full' in t for t in machine), machine
