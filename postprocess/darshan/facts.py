@@ -170,13 +170,18 @@ def _hdf5_facts(report, names, data_files):
     frames = _frames(report, 'H5D')
     if frames is not None:
         c = _select(frames['counters'], names, data_files)
+        # per dataset and over its ranks' records, once (not a filter of the frame per dataset:
+        # MDDatasets' logs hold thousands of datasets)
         f = frames['fcounters']
+        cols = [k for k in ('H5D_F_WRITE_TIME', 'H5D_F_READ_TIME', 'H5D_F_META_TIME') if k in f]
+        times = f[cols].clip(lower=0).groupby(f['id']).sum()
         datasets = {}
         for i, g in c.groupby('id'):
-            t = f[f['id'] == i]
+            t = times.loc[i] if i in times.index else {}
             datasets[names.get(i, str(i))] = {
-                'write_time_s': _fsum(t, 'H5D_F_WRITE_TIME'), 'read_time_s': _fsum(t, 'H5D_F_READ_TIME'),
-                'meta_time_s': _fsum(t, 'H5D_F_META_TIME'),
+                'write_time_s': float(t.get('H5D_F_WRITE_TIME', 0.0)),
+                'read_time_s': float(t.get('H5D_F_READ_TIME', 0.0)),
+                'meta_time_s': float(t.get('H5D_F_META_TIME', 0.0)),
                 'writes': _sum(g, 'H5D_WRITES'), 'reads': _sum(g, 'H5D_READS'),
                 'bytes_written': _sum(g, 'H5D_BYTES_WRITTEN'), 'bytes_read': _sum(g, 'H5D_BYTES_READ'),
                 'use_mpiio_collective': _sum(g, 'H5D_USE_MPIIO_COLLECTIVE'),

@@ -16,8 +16,7 @@ confirmation by a re-run of the flagged checks.
 """
 import datetime
 
-from postprocess.common.findings import is_many
-from postprocess.common.findings import group_keys
+from postprocess.common.findings import group_keys, is_many
 from postprocess.detect.suite import SYSTEM_CHECK, detect, is_baseline_params
 from postprocess.history.store import History
 

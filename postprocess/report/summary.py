@@ -36,10 +36,6 @@ def _change(a):
     return '' if a.get('change') is None else f'{a["change"]:+.1%}'
 
 
-def _unit(a):
-    return value_unit(a.get('params'))
-
-
 def format_line(a):
     label = LABEL[a['kind']]
     short = verdict.short_params(a.get('params', ''), a['check'])
@@ -50,13 +46,12 @@ def format_line(a):
         phase = f' in {a["phase"]}' if a.get('phase') else ''
         return f'  {label:11s} {what}{phase}: {a["reason"]}'
     median = ''
+    scale, unit = value_unit(a.get('params'))      # empty files: ops/s (common/units.py)
     if is_many(a):       # its medians are ratios to the history, not MiB/s
         what = f'{a["system"]}:{a["partition"]} {many_label(a)}'
     elif a.get('median') is not None and a.get('expected_median') is not None:
-        scale, unit = _unit(a)
         median = f' ({a["median"] * scale:.4g} vs {a["expected_median"] * scale:.4g} {unit} expected)'
     elif a.get('median') is not None and a.get('history_median') is not None:
-        scale, unit = _unit(a)
         median = f' ({a["median"] * scale:.4g} vs {a["history_median"] * scale:.4g} {unit})'
     since = f', since {a["since"]}' if a.get('since') else ''
     if a['kind'] == 'watching':

@@ -1,8 +1,8 @@
 """The ``why`` of each flagged finding: what differs between the last good night and its `since`.
 
 For a series finding, the runs of that series; for a `group` finding, the runs of its group's
-checks (``backend=hdf5``); for a `stack` or `system` finding, every run of its partition. The last good night is the latest night before `since` on which the series (the
-partition) ran. ``why`` (docs/CONTRACT.md §4):
+checks (``backend=hdf5``); for a `stack` or `system` finding, every run of its partition. The last
+good night is the latest night before `since` on which those runs ran. ``why`` (docs/CONTRACT.md §4):
 
     {"last_good": "2026-01-04", "since": "2026-01-05",
      "changed": ["HDF5 1.10.8 → 1.12.3"],          # provenance that differs (why/provenance.py)

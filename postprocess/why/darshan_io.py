@@ -99,14 +99,12 @@ def sentence(changes, phase=None):
     finding's ``phase``, that operation's layer times and requests come first."""
     by = {c['counter']: c for c in changes}
     parts = []
-    ops = ('write', 'read') if phase != 'read' else ('read', 'write')
-    for op in ops[:1] if phase in ("write", "read") else ():
-        part = layer_part(by, op)
+    if phase in LAYERS:
+        part = layer_part(by, phase)
         if part:
             parts.append(part)
-            break
-    for op, counter in sorted((('write', 'POSIX_WRITES'), ('read', 'POSIX_READS')),
-                              key=lambda oc: oc[0] != ops[0]):
+    requests = (('write', 'POSIX_WRITES'), ('read', 'POSIX_READS'))
+    for op, counter in requests[::-1] if phase == 'read' else requests:
         c = by.get(counter)
         if c and isinstance(c['a'], (int, float)) and isinstance(c['b'], (int, float)):
             part = f'{_ratio(c["a"], c["b"])} {op} requests ({c["a"]:g} → {c["b"]:g})'
