@@ -28,6 +28,9 @@ PIP_NODEPS=(apache-otava==0.8.0)
 # real SMTP server its test talks to; VictoriaMetrics is the time-series store the export test runs.
 PIP_PACKAGES+=(apprise==2.2.0 aiosmtpd==1.4.6)
 APT_PACKAGES+=(victoria-metrics)
+# Tests that read what iobench asks of the kernel (O_DIRECT opens, each ADIOS2 rank's fsyncs): strace;
+# without it they skip, and a fresh image need not have it.
+APT_PACKAGES+=(strace)
 
 APT_UPDATED=0
 apt_install() {   # apt-get update at most once per run
