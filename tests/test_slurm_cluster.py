@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import time
+import warnings
 
 import pytest
 
@@ -61,11 +62,27 @@ def cluster():
         assert res.returncode == 0, res.stdout + res.stderr
 
 
-def srun(args, timeout=120, env=None):
-    """srun in partition cluster from this host, with the MPI settings of the local-cluster system."""
-    # -K: a rank that dies ends the step at once (else the others wait in MPI until the timeout)
-    return run(['srun', '-K', '-p', 'cluster', *args], timeout=timeout,
-               env=dict(os.environ, **MPI_ENV, **(env or {})))
+def launch_crashed(res):
+    """Open MPI 4.1.4's TCP BTL, between these namespaced nodes, now and then calls a NULL active-message
+    callback inside MPI_Init (core: ompi_mpi_init -> opal_progress -> mca_btl_tcp.so -> 0x0; ~2-7 % of
+    3-node launches, IOR and iobench alike, always before the program's first line; docs/ior.md). That
+    step printed nothing and its ranks died of SIGSEGV at address nil."""
+    return (res.returncode != 0 and not res.stdout.strip() and 'Segmentation fault' in res.stderr
+            and 'Failing at address: (nil)' in res.stderr)
+
+
+def srun(args, timeout=120, env=None, retries=2):
+    """srun in partition cluster from this host, with the MPI settings of the local-cluster system.
+    A launch that crashed in MPI_Init (launch_crashed) runs again, at most `retries` times, with a
+    warning in the test summary; a program's own failure is never retried."""
+    for attempt in range(retries + 1):
+        # -K: a rank that dies ends the step at once (else the others wait in MPI until the timeout)
+        res = run(['srun', '-K', '-p', 'cluster', *args], timeout=timeout,
+                  env={**os.environ, **MPI_ENV, **(env or {})})
+        if not launch_crashed(res) or attempt == retries:
+            return res
+        warnings.warn(f'Open MPI TCP launch crash in MPI_Init, launched again: srun {" ".join(map(str, args[:8]))}')
+    return res
 
 
 # ---- the cluster itself --------------------------------------------------------------------------------
@@ -82,8 +99,7 @@ def test_mpi_ranks_on_different_nodes_talk_over_tcp(cluster):
     prog = ('from mpi4py import MPI; import socket; c = MPI.COMM_WORLD; '
             'n = c.Split_type(MPI.COMM_TYPE_SHARED); h = c.allgather(socket.gethostname()); '
             'x = c.allreduce(c.rank + 1); s = c.allgather(n.size); c.rank or print(h, s, x, flush=True)')
-    env = dict(os.environ, **dict(MPI_ENV, OMPI_MCA_btl='self,tcp'))
-    res = run(['srun', '-K', '-p', 'cluster', '-N', 3, '-n', 7, 'python3', '-c', prog], timeout=120, env=env)
+    res = srun(['-N', 3, '-n', 7, 'python3', '-c', prog], env={'OMPI_MCA_btl': 'self,tcp'})
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == (f"{['iorn1'] * 4 + ['iorn2'] * 2 + ['iorn3']} "
                                   f"{[4] * 4 + [2] * 2 + [1]} 28"), res.stdout
@@ -205,11 +221,12 @@ def test_benchio_and_scaling_span_nodes_through_reframe(cluster, iobench, tmp_pa
     res = run(['reframe', '-C', SETTINGS, '-c', REPO / 'reframe_checks' / 'benchio.py',
                '-c', REPO / 'reframe_checks' / 'scaling.py', '--system', 'local-cluster', '-r',
                '-n', r'^(BenchIO|BenchIOScaling)\b.*posix:fpp', '-P', 'ranks=6', '-P', 'size=16',
-               '--prefix', tmp_path / 'rf', '--report-file', report, '--nocolor'],
+               '--prefix', tmp_path / 'rf', '--report-file', report, '--nocolor',
+               '--max-retries', 2],   # launch_crashed: ReFrame cannot tell it apart, so it retries any failure
               timeout=900, cwd=tmp_path, env=env)
     assert res.returncode == 0, res.stdout[-4000:]
-    cases = [c for r in json.loads(report.read_text())['runs'] for c in r['testcases']
-             if not c['name'].startswith('IOBenchBuild')]
+    last = {c['name']: c for r in json.loads(report.read_text())['runs'] for c in r['testcases']}  # retries last
+    cases = [c for name, c in last.items() if not name.startswith('IOBenchBuild')]
     names = {c['name'].split()[0] for c in cases}
     assert names == {'BenchIO', 'BenchIOScaling'}, names
     for case in cases:
