@@ -149,7 +149,8 @@ struct iob_json;
 /* One phase of a pattern that times itself (iob_pattern.run): reduced over ranks like the driver's. */
 typedef struct {
     int done, verified;
-    int64_t bytes;                                     /* all ranks together */
+    int64_t bytes;                                     /* asked, all ranks together */
+    int64_t moved;                                     /* this rank's calls returned (counted) */
     double open_s, access_s, sync_s, close_s, total_s; /* max over ranks; total barrier to barrier */
     double resident;                                   /* read: cache_resident_before_read */
     char cache_defeat[64];                             /* read: how the page cache was defeated */

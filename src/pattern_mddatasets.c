@@ -196,6 +196,8 @@ static int mdd_access(iob_ctx *c, mdd_state *s, int writing, int owner)
                            : H5Dread(s->dsets[d], H5T_NATIVE_DOUBLE, mem, fs, dxpl, b);
         if (e < 0)
             rc = mdd_fail(c, writing ? "H5Dwrite" : "H5Dread", "dataset");
+        else /* HDF5 returns no byte count: a call that succeeded moved its selection (backend_hdf5.c) */
+            c->moved += (int64_t)H5Sget_select_npoints(fs) * (int64_t)sizeof(double);
         H5Sclose(fs);
     }
     H5Pclose(dxpl);
@@ -285,18 +287,22 @@ static int mdd_run(iob_ctx *c, iob_json *x, iob_run_phase out[2])
     for (int64_t d = 0; d < nd; d++)
         for (int64_t i = 0; i < s->n; i++)
             s->buf[d * s->n + i] = mdd_value(c, s, d, c->rank * s->n + i);
+    c->moved = 0;
     MPI_Barrier(c->comm);
     t0 = MPI_Wtime();
     STEP(w[0], mdd_open(c, s, 1));
-    if (rc == IOB_OK)
+    if (rc == IOB_OK) { /* provenance, not I/O: its time is taken out of the span */
+        double rb = MPI_Wtime();
         mdd_readback(c, s);
+        t0 += MPI_Wtime() - rb;
+    }
     STEP(w[1], mdd_define(c, s, 1));
     STEP(w[2], mdd_access(c, s, 1, c->rank));
     STEP(w[3], mdd_flush(c, s));
     STEP(w[4], mdd_close(c, s));
     if (mdd_span_end(c, rc, t0, w, 5, &w_total))
         goto fail;
-    out[0] = (iob_run_phase){.done = 1, .bytes = bytes, .open_s = w[0], .access_s = w[2], .sync_s = w[3],
+    out[0] = (iob_run_phase){.done = 1, .bytes = bytes, .moved = c->moved, .open_s = w[0], .access_s = w[2], .sync_s = w[3],
                              .close_s = w[4], .total_s = w_total};
     if (c->opt->do_read) {
         iob_run_drop_file(c->path);
@@ -306,6 +312,7 @@ static int mdd_run(iob_ctx *c, iob_json *x, iob_run_phase out[2])
         snprintf(out[1].cache_defeat, sizeof out[1].cache_defeat, "%s",
                  owner != c->rank ? "rank_shift+posix_fadvise_dontneed" : "posix_fadvise_dontneed");
         memset(s->buf, 0xff, (size_t)(nd * s->n) * sizeof(double));
+        c->moved = 0;
         MPI_Barrier(c->comm);
         t0 = MPI_Wtime();
         STEP(r[0], mdd_open(c, s, 0));
@@ -314,7 +321,7 @@ static int mdd_run(iob_ctx *c, iob_json *x, iob_run_phase out[2])
         STEP(r[3], mdd_close(c, s));
         if (mdd_span_end(c, rc, t0, r, 4, &r_total))
             goto fail;
-        out[1].done = 1, out[1].bytes = bytes, out[1].open_s = r[0], out[1].access_s = r[2];
+        out[1].done = 1, out[1].bytes = bytes, out[1].moved = c->moved, out[1].open_s = r[0], out[1].access_s = r[2];
         out[1].close_s = r[3], out[1].total_s = r_total;
         for (int64_t d = 0; c->opt->verify && d < nd && rc == IOB_OK; d++)
             for (int64_t i = 0; i < s->n; i++) {

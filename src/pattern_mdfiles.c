@@ -133,6 +133,7 @@ static int io_all(iob_ctx *c, int fd, char *buf, int64_t len, int writing, const
         if (n <= 0)
             return iob_fail(c, "%s(%s): %s", writing ? "write" : "read", path, n ? strerror(errno) : "short file");
         buf += n, len -= n;
+        c->moved += n; /* counted as the calls returned them */
     }
     return IOB_OK;
 }
@@ -159,6 +160,7 @@ static double now(void) { return MPI_Wtime(); }
 static void mdf_begin(iob_ctx *c, mdf_clock *k)
 {
     memset(k, 0, sizeof *k);
+    c->moved = 0;
     MPI_Barrier(c->comm);
     k->t0 = now();
 }
@@ -170,7 +172,7 @@ static void mdf_end(iob_ctx *c, mdf_clock *k, iob_run_phase *ph, int64_t bytes)
     double t[5] = {now() - k->t0, k->open_s, k->access_s, k->sync_s, k->close_s}, m[5];
     MPI_Allreduce(t, m, 5, MPI_DOUBLE, MPI_MAX, c->comm);
     ph->total_s = m[0], ph->open_s = m[1], ph->access_s = m[2], ph->sync_s = m[3], ph->close_s = m[4];
-    ph->bytes = bytes;
+    ph->bytes = bytes, ph->moved = c->moved;
 }
 
 static int mdf_write(iob_ctx *c, mdf_state *s, mdf_clock *k)

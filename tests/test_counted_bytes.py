@@ -230,3 +230,42 @@ def test_write_that_moves_nothing_fails_not_hangs(run_iobench, shim, tmp_path):
     assert re.search(rf'^pwritev\(.*counted\.rep0\.\d, offset 0\): wrote 0 bytes \(0 of {XFER} bytes\)$',
                      doc['error']), doc['error']
     assert os.listdir(tmp_path) == []
+
+
+# ---- the self-timed patterns count too (mdfiles: write/read; mddatasets: HDF5 selections) -----------------
+MDF_ARGS = ['--backend', 'posix', '--pattern', 'mdfiles', '--param', 'nfiles=3', '--param', 'filesize=12288']
+MDF_ASKED = NP * 3 * 12288
+
+
+def test_mdfiles_short_writes_completed_and_counted_once(run_iobench, shim, tmp_path):
+    env = {'LD_PRELOAD': shim, 'IOB_SHIM_MODE': 'short', 'IOB_SHIM_MATCH': 'counted.rep'}
+    proc, doc = run_iobench([*MDF_ARGS, '--dir', tmp_path, '--name', 'counted'], np=NP, env=env)
+    assert re.findall(r'^iob-shim write \d+$', proc.stderr, re.M), proc.stderr[-2000:]
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rep = doc['repetitions'][0]
+    assert rep['write']['bytes'] == rep['read']['bytes'] == doc['bytes_total'] == MDF_ASKED, rep
+    assert os.listdir(tmp_path) == []
+
+
+def test_mdfiles_miscounted_write_fails_the_run(run_iobench, shim, tmp_path):
+    """Every file's data lands, its write call reports 4 KiB more: only the count can see it."""
+    env = {'LD_PRELOAD': shim, 'IOB_SHIM_MODE': 'over', 'IOB_SHIM_MATCH': 'counted.rep'}
+    proc, doc = run_iobench([*MDF_ARGS, '--dir', tmp_path, '--name', 'counted'], np=NP, env=env)
+    hits = re.findall(r'^iob-shim write \d+$', proc.stderr, re.M)
+    assert len(hits) == NP * 3, proc.stderr[-2000:]
+    assert proc.returncode == 1 and doc['status'] == 'failed', proc.stderr[-2000:]
+    assert doc['error'] == (f"write: the backend's calls moved {MDF_ASKED + 4096 * len(hits)} bytes, "
+                            f"the pattern asked for {MDF_ASKED}"), doc['error']
+    assert os.listdir(tmp_path) == []
+
+
+def test_mddatasets_counts_its_selections(run_iobench, iobench_backends, tmp_path):
+    """HDF5 returns no byte count: each H5Dwrite/H5Dread that succeeded adds its selection, so the phase's
+    bytes are the sum over calls and ranks (20 x 2 datasets of 16 doubles per rank here)."""
+    if 'hdf5' not in iobench_backends:
+        pytest.skip('hdf5 not compiled into this iobench')
+    proc, doc = run_iobench(['--backend', 'hdf5', '--pattern', 'mddatasets', '--size', 16, '--param', 'nvars=2',
+                             '--param', 'nblocks=20', '--dir', tmp_path], np=NP)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rep = doc['repetitions'][0]
+    assert rep['write']['bytes'] == rep['read']['bytes'] == doc['bytes_total'] == NP * 40 * 16 * 8, rep
