@@ -419,6 +419,20 @@ fail:
     return IOB_FAIL;
 }
 
+/* ADIOS2 2.11's BP5 reader writes its profile at close, whatever Profile says, to
+ * /tmp/<basename of the target>_<pid in hex>_profiling.json from rank 0 of the engine's communicator
+ * (BP5Reader::FlushProfiler): files outside --dir that no sweep of run directories sees, one per reading
+ * process and read. Each reading process removes its own (none there: ENOENT, nothing else named so). */
+static void drop_reader_profile(iob_ctx *c, const a2_state *s)
+{
+    if (s->writing)
+        return;
+    const char *base = strrchr(s->target, '/');
+    char p[4400];
+    snprintf(p, sizeof p, "/tmp/%s_%x_profiling.json", base ? base + 1 : s->target, (unsigned)getpid());
+    unlink(p);
+}
+
 static int a2_close(iob_ctx *c)
 {
     a2_state *s = c->backend_state;
@@ -429,6 +443,7 @@ static int a2_close(iob_ctx *c)
     if (s->engine) {
         snprintf(call, sizeof call, "adios2_close(%s)", s->target);
         A2(c, call, adios2_close(s->engine));
+        drop_reader_profile(c, s);
     }
     goto done;
 fail:

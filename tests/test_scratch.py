@@ -144,3 +144,18 @@ def test_iobench_lists_and_removes_every_rank_file(tmp_path, iobench):
     files = json.loads(out.read_text())['repetitions'][0]['files']
     assert len(files) == len(set(files)) == 66, len(files)
     assert list(data.iterdir()) == []
+
+
+@pytest.mark.parametrize('mode', ['bp5', 'bp4', 'hdf5'])
+def test_adios2_reads_leave_nothing_in_tmp(tmp_path, run_iobench, iobench_backends, mode):
+    """ADIOS2 2.11's BP5 reader writes /tmp/<target>_<pid>_profiling.json at every close, whatever
+    Profile says: one file per reading rank and read, outside --dir. iobench removes its own."""
+    if 'adios2' not in iobench_backends:
+        pytest.skip('adios2 not compiled into this iobench')
+    name = f'tmpcheck{os.getpid()}{mode}'
+    proc, doc = run_iobench(['--backend', 'adios2', '--mode', mode, '--pattern', 'benchio', '--size', '1',
+                             '--dir', tmp_path, '--name', name], np=3)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert doc['repetitions'][0]['read']['verified'] is True
+    assert [p.name for p in Path('/tmp').iterdir() if p.name.startswith(name)] == []
+    assert list(tmp_path.iterdir()) == []
