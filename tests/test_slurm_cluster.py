@@ -42,7 +42,7 @@ def cluster_nodes():
 
 
 @pytest.fixture(scope='module')
-def cluster():
+def cluster(slurm_lock):
     if os.geteuid() != 0:
         pytest.skip('the namespaced cluster needs root (network namespaces, Slurm daemons)')
     conf = pathlib.Path('/etc/slurm/slurm.conf')
