@@ -13,6 +13,8 @@ APT_PACKAGES+=(chromium)
 # Pinned Python packages (what the suite is tested with).
 PIP_PACKAGES=(reframe-hpc==4.10.4 darshan==3.5.0 mpi4py==4.1.2 matplotlib==3.11.2 numpy==2.4.6
               pyyaml==6.0.3 pytest==9.2.0)
+# The tests run in parallel (pyproject's addopts `-n auto`, groups in tests/conftest.py).
+PIP_PACKAGES+=(pytest-xdist==3.8.0)
 # The report (postprocess/report): templates, inline interactive history, progress; its browser test.
 APT_PACKAGES+=(chromium-driver)
 PIP_PACKAGES+=(jinja2==3.1.6 bokeh==3.9.2 tqdm==4.70.1 selenium==4.40.0)   # selenium 4.52 needs an unreleased certifi

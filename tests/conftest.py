@@ -7,12 +7,18 @@ ReFrame runs share that build too: for tests marked `reframe`, $IOREGRESS_IOBENC
 directory, so the IOBenchBuild fixture (reframe_checks/iobench_lib/build.py) uses it instead of
 compiling iobench again in every ReFrame run (the quick-suite test in test_reframe.py still builds
 through ReFrame, as the README's command does).
+
+In parallel (pytest-xdist, `-n auto` in pyproject's addopts): see "Running in parallel" below and
+docs/operations.md#tests.
 """
+import fcntl
 import importlib.util
 import json
 import os
 import shutil
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -50,13 +56,23 @@ def _build_iobench(build_dir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def iobench(tmp_path_factory) -> str:
-    """Path of the iobench binary: $IOBENCH if set, else built once per session in a temp dir."""
+    """Path of the iobench binary: $IOBENCH if set, else built once per session in a temp dir
+    (under xdist once for all workers: the first builds it under a lock, the others wait for it)."""
     env_path = os.environ.get("IOBENCH")
     if env_path:
         if not os.access(env_path, os.X_OK):
             pytest.fail(f"IOBENCH={env_path} is not an executable file")
         return env_path
-    return str(_build_iobench(tmp_path_factory.mktemp("iobench-build")))
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return str(_build_iobench(tmp_path_factory.mktemp("iobench-build")))
+    shared = tmp_path_factory.getbasetemp().parent / "iobench-build"   # the run's dir, not a worker's
+    with open(f"{shared}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / "iobench.built"        # written after a successful build only
+        if not done.exists():
+            binary = _build_iobench(shared)
+            done.write_text(str(binary))
+        return done.read_text()
 
 
 @pytest.fixture(autouse=True)
@@ -134,3 +150,109 @@ def browser():
     drv = webdriver.Chrome(service=Service(driver), options=opts)
     yield drv
     drv.quit()
+
+
+# ---- Running in parallel ---------------------------------------------------------------------------
+# pyproject's addopts say `-n auto --dist loadgroup`: tests go one by one to whichever worker is free,
+# except those in a group, whose tests run on one worker in collection order. Groups:
+#   slurm:  every test using the Slurm daemons (fixtures `slurm`, `cluster`): test_slurm.py stops and
+#           restarts them, so no other Slurm test may run meanwhile; they also hold the machine's
+#           Slurm lock (below) against other users of this Slurm.
+#   <module>: the tests of a module that share a module-scoped fixture (the quick-suite run, a browser,
+#           a Darshan index...), so that fixture runs once, not once per worker.
+# Marked as xdist_group, but pytest-xdist 3.8.0 reads the mark into the node id, which pytest 9.2
+# ignores (pytest-xdist issue 1386: the groups are silently dropped): so the workers write their
+# groups to a directory the controller made and the scheduler below reads them from there.
+SLURM_FIXTURES = {"slurm", "cluster"}
+SLURM_LOCK = "/tmp/ioregress-slurm.lock"   # the machine's convention (docs/ior.md): flock(1) on it
+SLURM_LOCK_WAIT_S = 1800
+GROUPS_DIR_ENV = "IOREGRESS_XDIST_GROUPS"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: 3 workers (measured on the 2-core VM, docs/operations.md#tests: the tests mostly
+    wait on MPI launches and ReFrame); $PYTEST_XDIST_AUTO_NUM_WORKERS overrides. Serial (0) when the
+    selection includes `slow` tests: they are long because they measure (real nightly sequences,
+    time limits, 2.8 GiB blocks) and stay alone on the machine."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    from _pytest.mark.expression import Expression
+    markexpr = config.option.markexpr
+    if markexpr and Expression.compile(markexpr).evaluate(lambda name, **kw: name == "slow"):
+        return 0
+    return 3
+
+
+def pytest_configure(config):
+    if getattr(config.option, "numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER"):
+        groups_dir = tempfile.mkdtemp(prefix="ioregress-xdist-groups-")
+        os.environ[GROUPS_DIR_ENV] = groups_dir          # before the workers start: they inherit it
+        config.add_cleanup(lambda: shutil.rmtree(groups_dir, ignore_errors=True))
+
+
+def _module_scoped_fixtures(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    return bool(info) and any(defs[-1].scope == "module" for name, defs in info.name2fixturedefs.items()
+                              if name in item.fixturenames and defs)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if SLURM_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif _module_scoped_fixtures(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+@pytest.hookimpl(tryfirst=True)      # before the worker reports its collection to the controller
+def pytest_collection_finish(session):
+    worker, groups_dir = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(GROUPS_DIR_ENV)
+    if worker and groups_dir:
+        groups = {item.nodeid: item.get_closest_marker("xdist_group").args[0]
+                  for item in session.items if item.get_closest_marker("xdist_group")}
+        tmp = Path(groups_dir, f".{worker}.json")
+        tmp.write_text(json.dumps(groups))
+        tmp.rename(Path(groups_dir, f"{worker}.json"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    groups_dir = os.environ.get(GROUPS_DIR_ENV)
+    if config.getvalue("dist") != "loadgroup" or not groups_dir:
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class WrittenGroups(LoadGroupScheduling):
+        """loadgroup with the groups the workers wrote (all collected the same tests, or xdist stops).
+        Called once every worker has sent its collection, so every file is there. xdist's largest-
+        first order of groups still holds: the Slurm group (~3 min quiet) starts at once."""
+        groups = None
+
+        def _split_scope(self, nodeid):
+            if self.groups is None:
+                self.groups = {}
+                for path in Path(groups_dir).glob("gw*.json"):
+                    self.groups.update(json.loads(path.read_text()))
+            return self.groups.get(nodeid) or super()._split_scope(nodeid)
+
+    return WrittenGroups(config, log)
+
+
+@pytest.fixture(scope="module")
+def slurm_lock():
+    """Hold /tmp/ioregress-slurm.lock while a module uses Slurm (its fixture starts, stops and uses the
+    daemons), so nobody else's `flock /tmp/ioregress-slurm.lock ...` runs meanwhile."""
+    with open(SLURM_LOCK, "a") as lock:
+        deadline = time.monotonic() + SLURM_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"{SLURM_LOCK} still held by another Slurm user after {SLURM_LOCK_WAIT_S} s")
+                time.sleep(1)
+        yield

@@ -52,7 +52,7 @@ def wait_sacct(jobid, want_done=True, timeout=60):
 
 
 @pytest.fixture(scope='module')
-def slurm():
+def slurm(slurm_lock):
     if os.geteuid() != 0:
         pytest.skip('Slurm tests need root (ci/slurm/start.sh starts system daemons)')
     conf = pathlib.Path('/etc/slurm/slurm.conf')

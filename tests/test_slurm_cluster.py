@@ -42,7 +42,7 @@ def cluster_nodes():
 
 
 @pytest.fixture(scope='module')
-def cluster():
+def cluster(slurm_lock):
     if os.geteuid() != 0:
         pytest.skip('the namespaced cluster needs root (network namespaces, Slurm daemons)')
     conf = pathlib.Path('/etc/slurm/slurm.conf')
@@ -71,11 +71,21 @@ def launch_crashed(res):
             and 'Failing at address: (nil)' in res.stderr)
 
 
+def wait_all_idle(timeout=60):
+    """The layouts below are Slurm's on idle nodes; the previous job's CPUs are freed a moment after its
+    srun returned (COMPLETING until each slurmd reports), seconds later on a loaded machine: a launch
+    then got 2 CPUs of iorn1 and another node set. Wait for every node to be idle first."""
+    deadline = time.time() + timeout
+    while len(cluster_nodes()) < NODES and time.time() < deadline:
+        time.sleep(0.2)
+
+
 def srun(args, timeout=120, env=None, retries=2):
     """srun in partition cluster from this host, with the MPI settings of the local-cluster system.
     A launch that crashed in MPI_Init (launch_crashed) runs again, at most `retries` times, with a
     warning in the test summary; a program's own failure is never retried."""
     for attempt in range(retries + 1):
+        wait_all_idle()
         # -K: a rank that dies ends the step at once (else the others wait in MPI until the timeout)
         res = run(['srun', '-K', '-p', 'cluster', *args], timeout=timeout,
                   env={**os.environ, **MPI_ENV, **(env or {})})

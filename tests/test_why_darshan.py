@@ -21,8 +21,7 @@ pytestmark = pytest.mark.skipif(not os.path.isfile(LIB), reason=f'no darshan-run
                                 'missing (set IOREGRESS_DARSHAN_LIB; CI does not build it)')
 
 
-def capture(tmp_path, name, transfer):
-    iobench = os.environ.get('IOBENCH') or str(REPO / 'build' / 'iobench')
+def capture(iobench, tmp_path, name, transfer):
     out = tmp_path / name
     (out / 'data').mkdir(parents=True)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
@@ -38,9 +37,9 @@ def capture(tmp_path, name, transfer):
     return {'time': datetime.datetime.now(datetime.timezone.utc), 'provenance': prov}
 
 
-def test_sentence_and_insights_from_two_real_logs(tmp_path):
+def test_sentence_and_insights_from_two_real_logs(iobench, tmp_path):
     from postprocess.why import darshan_io
-    good, slow = capture(tmp_path, 'good', '1m'), capture(tmp_path, 'slow', '16k')
+    good, slow = capture(iobench, tmp_path, 'good', '1m'), capture(iobench, tmp_path, 'slow', '16k')
     got = darshan_io.explain([good], [slow])
     assert got['darshan_logs'] == [str(tmp_path / n / 'iobench.darshan') for n in ('good', 'slow')]
     # 4 MiB per rank, twice, in 1 MiB then 16 KiB transfers: 64 times the write calls (1024
