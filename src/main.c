@@ -324,7 +324,9 @@ int main(int argc, char **argv)
         snprintf(c->path, sizeof c->path, "%s/%s.rep%d", opt.dir, opt.name, k);
         c->rep = k;
         if (pat->run) { /* a pattern that times its own phases (metadata workloads) */
-            if (iob_pattern_run_rep(c, &res, r))
+            if (iob_pattern_run_rep(c, &res, r) ||
+                (r->w.done && agree(c, check_counted(c, &r->w, res.bytes_total, "write"))) ||
+                (r->r.done && agree(c, check_counted(c, &r->r, res.bytes_total, "read"))))
                 goto failed_kept;
             continue;
         }

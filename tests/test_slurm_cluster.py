@@ -65,7 +65,7 @@ def cluster(slurm_lock):
 def launch_crashed(res):
     """Open MPI 4.1.4's TCP BTL, between these namespaced nodes, now and then calls a NULL active-message
     callback inside MPI_Init (core: ompi_mpi_init -> opal_progress -> mca_btl_tcp.so -> 0x0; ~2-7 % of
-    3-node launches, IOR and iobench alike, always before the program's first line; docs/ior.md). That
+    3-node launches, IOR and iobench alike, always before the program's first line; docs/nightly.md). That
     step printed nothing and its ranks died of SIGSEGV at address nil."""
     return (res.returncode != 0 and not res.stdout.strip() and 'Segmentation fault' in res.stderr
             and 'Failing at address: (nil)' in res.stderr)
