@@ -1,8 +1,8 @@
 """benchio: a 3-D block of doubles per rank written and read back through each I/O library.
 
 Parameters only; IOBenchBase (iobench_lib/base.py) does build, run, sanity and performance.
-Sizes <= 64 form the `quick` suite (3 repetitions), larger ones `nightly` (10 repetitions).
-(size, ranks) come in shapes per suite from the partitions' extras 'benchio_shapes'
+The `quick` suite runs 3 repetitions, `nightly` 10. (size, ranks) come in shapes per suite from
+the partitions' extras 'benchio_shapes', which also say which suite a pair is in
 (iobench_lib/matrix.py): quick 1 and 2 ranks on `local` (a rank series for the report), nightly
 at rank counts that decompose in 3-D (8 ranks on `local`, one full node on the sites), so the
 nightly exercises the 3-D decomposition, two-phase aggregation and lock contention. Stripes from
@@ -33,6 +33,9 @@ class BenchIO(IOBenchBase):
     #: lines for "bandwidth vs ranks", and the quick suite stays quick.
     series_io = variable(typ.List[str], value=['posix:fpp', 'posix:shared', 'mpiio:collective',
                                                'hdf5:collective'])
+
+    def suite_of(self):
+        return matrix.suite_of(self.size, self.ranks) or super().suite_of()
 
     @run_after('init')
     def drop_unlisted_shape(self):

@@ -4,10 +4,10 @@ import datetime
 MiB = 2 ** 20
 
 
-def record(when, c, name, params, bandwidths, session=None):
+def record(when, c, name, params, bandwidths, session=None, mib=16.0):
     """Check number ``c`` (jobid, seconds after ``when``) with {phase: [MiB/s per repetition]},
-    each repetition 16 MiB."""
-    reps = {phase: [(16.0 * MiB, 16.0 / b) for b in bw] for phase, bw in bandwidths.items()}
+    each repetition ``mib`` MiB."""
+    reps = {phase: [(mib * MiB, mib / b) for b in bw] for phase, bw in bandwidths.items()}
     return {'time': when + datetime.timedelta(seconds=10 * c), 'system': 'sim', 'partition': 'p1',
             'environ': 'gnu', 'check': name, 'params': params,
             'param_dict': dict(kv.split('=') for kv in params.split(',')), 'jobid': str(c),

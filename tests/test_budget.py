@@ -20,10 +20,11 @@ CASE = re.compile(r'^- (\w+) (.*?) /[0-9a-f]{8} @([\w-]+:[\w-]+)\+([\w-]+)$')
 STRIPED = ('BenchIO', 'BenchIOScaling', 'IORScaling', 'HaccMPIIO', 'NektarLarge')
 
 
-def listing(system, cwd):
-    """[(check, {param: value}, 'system:partition', environ)] of `reframe -lC` (no fixtures)."""
+def listing(system, cwd, *args):
+    """[(check, {param: value}, 'system:partition', environ)] of `reframe -lC` (no fixtures);
+    ``args``: more reframe options (e.g. --tag quick)."""
     proc = subprocess.run(['reframe', '-C', str(SETTINGS), '-c', str(REPO / 'reframe_checks'),
-                           '--system', system, '-lC', '--nocolor'], cwd=cwd, capture_output=True,
+                           '--system', system, '-lC', '--nocolor', *args], cwd=cwd, capture_output=True,
                           text=True, timeout=300, env=dict(os.environ, IOREGRESS_ACCOUNT='',
                                                            IOREGRESS_SCRATCH='/scratch/x'))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -102,9 +103,9 @@ def test_nightly_rank_counts_decompose_in_3d(site_cases, tmp_path):
     pytest.importorskip('mpi4py', reason='mpi4py not installed (ci/setup.sh)')
     local = listing('local', tmp_path)
     shapes = {(p['size'], p['ranks']) for c, p, _, _ in local if c == 'BenchIO'}
-    assert shapes == {('64', '1'), ('64', '2'), ('96', '8')}, shapes
+    assert shapes == {('64', '1'), ('64', '2'), ('256', '1'), ('256', '2'), ('96', '8')}, shapes
     nightly = {int(p['ranks']) for cases in (local, *site_cases.values())
-               for c, p, _, _ in cases if c == 'BenchIO' and int(p['size']) > 64}
+               for c, p, _, _ in cases if c == 'BenchIO' and int(p['ranks']) > 2}
     assert nightly == {8, 128}
     for n in nightly:
         # MPI_Dims_create in a process of its own: MPI_Init inside pytest would leave the
@@ -133,3 +134,19 @@ if __name__ == '__main__':
     with tempfile.TemporaryDirectory() as tmp:
         print(counts_table({s: listing(s, tmp) for s in SITES}))
     sys.exit(0)
+
+
+def test_a_shape_says_its_suite(tmp_path):
+    """A (size, ranks) pair is in the suite whose shape lists it: n=256 is quick at 1-2 ranks on
+    `local` (the bandwidth-bound checks the stack factor is read on) and nightly at 128 ranks on a
+    site, where the quick suite stays at n=64."""
+    quick = {(p['size'], p['ranks']) for c, p, _, _ in listing('local', tmp_path, '--tag', 'quick')
+             if c == 'BenchIO'}
+    assert quick == {('64', '1'), ('64', '2'), ('256', '1'), ('256', '2')}, quick
+    site = tmp_path / 'archer2'
+    site.mkdir()
+    nightly = {(p['size'], p['ranks']) for c, p, _, _ in listing('archer2', site, '--tag', 'nightly')
+               if c == 'BenchIO'}
+    quick = {(p['size'], p['ranks']) for c, p, _, _ in listing('archer2', site, '--tag', 'quick')
+             if c == 'BenchIO'}
+    assert ('256', '128') in nightly and ('256', '128') not in quick and quick == {('64', '2')}

@@ -101,7 +101,8 @@ def test_quick_suite_writes_verified_results(quick):
             doc = json.loads((pathlib.Path(case['outputdir']) / 'result.json').read_text())
             assert doc['status'] == 'ok' and doc['verify'] is True
             assert [doc['backend'], doc['mode']] == case['io'].split(':')
-            assert doc['bytes_total'] == doc['ranks'] * 64 ** 3 * 8
+            n = int(case['size'])
+            assert n in (64, 256) and doc['bytes_total'] == doc['ranks'] * n ** 3 * 8
             assert len(doc['repetitions']) == 3
             for rep in doc['repetitions']:
                 assert rep['write']['bytes'] == rep['read']['bytes'] == doc['bytes_total']

@@ -98,9 +98,11 @@ def this_machine_extras():
     rank_counts: what the scaling checks sweep here (reframe_checks/iobench_lib/scaling.py)."""
     return {'iobench_build': iobench_build(), 'scratch': scratch(), 'stripes': ['default'],
             'rank_counts': [1, 2],
-            # BenchIO (iobench_lib/matrix.py): a 1-2 rank series in the quick suite, and the
+            # BenchIO (iobench_lib/matrix.py): a 1-2 rank series in the quick suite at 2 MiB per
+            # rank (latency-bound) and 128 MiB (n=256: phases of 0.2-0.5 s here, bandwidth-bound:
+            # the checks the verdict's stack factor is judged on, docs/verdicts.md), and the
             # nightly at 8 ranks (2x2x2: the 3-D decomposition) with a small block (6.75 MiB/rank).
-            'benchio_shapes': {'quick': {'sizes': [64], 'ranks': [1, 2]},
+            'benchio_shapes': {'quick': {'sizes': [64, 256], 'ranks': [1, 2]},
                                'nightly': {'sizes': [96], 'ranks': [8]}}}
 
 

@@ -24,6 +24,7 @@ class Track:
         self.excluded = set()       # nights inside detected changes: never history again
         self.z = {}                 # single-night z, for "suspected" pooling
         self.unconfirmed = set()    # nights whose flag a confirmation re-run did not reproduce
+        self.seconds = None         # median phase time over its nights (factors.measurable)
 
     def start_change(self, levels, t, direction, window_start):
         """A change detected on night ``t``: its start (change points, within the test's window
@@ -61,11 +62,15 @@ def build_tracks(history, value, horizon=None):
             continue
         systems.setdefault(system, {})[(kid, ph)] = (track, by_night)
         nights.setdefault(system, set()).update(by_night)
+    seconds = history.groups('seconds')
     out = {}
     for system, members in systems.items():
         order = sorted(nights[system])
         index = {n: i for i, n in enumerate(order)}
         for track, by_night in members.values():
+            secs = [v for sid, v in seconds.get((track.kid, track.phase_id), ())
+                    if history.sessions[sid]['night'] in by_night]
+            track.seconds = float(np.median(np.concatenate(secs))) if secs else None
             for night, parts in by_night.items():
                 t = index[night]
                 vals = np.concatenate([v for _, v in parts])

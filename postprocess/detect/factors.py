@@ -2,7 +2,10 @@
 filesystem's when fio moved with it) and the factor of one library or one check family.
 
 * Common factor: per partition and phase, a median polish (Tukey) of the iobench checks' levels
-  over the recent nights: series effects + a night factor c. fio is left out of it: fio is the
+  over the recent nights: series effects + a night factor c. Series are judged on their residual
+  after c from every check; the factor's own finding is judged on c from the bandwidth-bound checks
+  (``measurable``: phases >= ``factor_seconds``) when there are ``min_common`` of them, and a
+  group's on its bandwidth-bound members when it has ``min_group``. fio is left out: fio is the
   filesystem's own reading, the checks are the I/O stack's. A moving factor is ONE finding, of
   scope ``stack`` when fio did not move with it ("all iobench checks -21 % write, fio unchanged:
   the I/O stack above the filesystem") and ``system`` when it did (the filesystem, the partition).
@@ -30,6 +33,15 @@ SYSTEM_CHECK = '*'          # check/environ of a finding about many series
 
 def is_baseline_params(params):
     return 'backend=fio' in params.split(',')
+
+
+def measurable(trs, opt, at_least):
+    """The bandwidth-bound series among ``trs`` (median phase >= ``factor_seconds``), when there
+    are ``at_least`` of them; else all of ``trs``. A 2 MiB phase of a few ms moves more from night
+    to night than a 20 % slower stack moves it (docs/verdicts.md, run 9): the common factor a
+    finding is judged on is read where a phase is long enough to measure, as fio's is."""
+    bound = [tr for tr in trs if tr.seconds is not None and tr.seconds >= opt['factor_seconds']]
+    return bound if len(bound) >= at_least else trs
 
 
 def plan_groups(members, keys_of, min_group):

@@ -89,7 +89,8 @@ def _complete(f):
              history_median=(float(np.median(np.concatenate([track.vals[u] for u in hist])))
                              if hist else None),
              # tonight's median at the series' history level and tonight's partition level
-             expected_median=None if est is None else med / math.exp(est))
+             expected_median=None if est is None else med / math.exp(est),
+             phase_seconds=track.seconds)
     return f
 
 
@@ -120,24 +121,31 @@ class _Many:
         """Tonight's factor and group tests of one partition and phase (after night_spread)."""
         opt, tests = self.opt, []
         checks = [tr for tr in members if tr not in self.baseline]
-        checks_now = [tr for tr in present if tr not in self.baseline]
+        basis = factors.measurable(checks, opt, opt['min_common'])
+        if basis is not checks:     # the factor's finding: on the bandwidth-bound checks
+            _, sys_levels = factors.polish_factor(basis, span, nights, opt, carry)
+        basis_now = [tr for tr in basis if t in tr.y]
+        bound = opt['factor_seconds'] if basis is not checks else None
         if t in sys_levels:
             ft = self.factor[g]
             ft.t_now = t
-            x = factors.judge(ft, t, sys_levels, night, checks_now, opt)
-            x.update(where=g, kind='factor', present=present)
+            x = factors.judge(ft, t, sys_levels, night, basis_now, opt)
+            x.update(where=g, kind='factor', present=present, basis=len(basis_now), bound=bound)
             tests.append(x)
         for key, trs in self.plans[g].items():
-            now = [tr for tr in trs if t in tr.y]
+            use = factors.measurable(trs, opt, opt['min_group'])
+            now = [tr for tr in use if t in tr.y]
             if len(now) < opt['min_group']:
                 continue
             mine = set(trs)
-            c_lgo, _ = factors.polish_factor([tr for tr in checks if tr not in mine], span,
-                                             nights, opt, carry)
+            others = factors.measurable([tr for tr in checks if tr not in mine], opt,
+                                        opt['min_common'])
+            c_lgo, _ = factors.polish_factor(others, span, nights, opt, carry)
             gt = self.group_track[(g, key)]
             gt.t_now = t
-            x = factors.judge(gt, t, factors.group_levels(trs, c_lgo, span), night, now, opt)
-            x.update(where=g, kind='group', key=key, trs=now, c=c_lgo, present=present)
+            x = factors.judge(gt, t, factors.group_levels(use, c_lgo, span), night, now, opt)
+            x.update(where=g, kind='group', key=key, trs=now, c=c_lgo, present=present,
+                     basis=len(now), bound=opt['factor_seconds'] if use is not trs else None)
             if x['est'] is not None:
                 x['moved'] = factors.members_moved(now, c_lgo, t, x['hist'], math.expm1(x['est']))
             tests.append(x)
@@ -165,6 +173,8 @@ class _Many:
             else:
                 scope, n = 'group', len(x['trs'])
                 extra = {'params': x['key'], 'members': n, 'moved': x.get('moved')}
+            # what the level was read on: how many series, and their least phase time (None: all)
+            extra.update(factor_series=x['basis'], factor_min_seconds=x['bound'])
             out.append(factors.finding(x, system, partition, PHASES[phase_id], nights, sid, n,
                                        scope, extra))
         return out

@@ -85,7 +85,8 @@ def _rerun_keys(findings):
             members = [g for g in findings if g.get('scope') == 'series'
                        and g['phase'] == f['phase'] and g.get('change') is not None
                        and (g['system'], g['partition']) == (f['system'], f['partition'])
-                       and f['params'] in group_keys(g['params'], g['check'])]
+                       and f['params'] in group_keys(g['params'], g['check'])
+                       and _on_basis(g, f)]
             # the members that moved most the group's way: they carry its level at the re-run
             members.sort(key=lambda g: g['change'] * (1 if f['change'] > 0 else -1), reverse=True)
             chosen.update(_key(g) for g in members[:MAX_GROUP_RERUN])
@@ -97,12 +98,19 @@ def _rerun_keys(findings):
             # the checks that moved like the partition (smallest change after the common
             # factor): the re-run estimates the machine's state from them, not from outliers
             typical = sorted((g for g in same if not is_baseline_params(g['params'])
-                              and g['status'] not in FLAGS),
+                              and g['status'] not in FLAGS and _on_basis(g, f)),
                              key=lambda g: abs(g['change']))[:MAX_SYSTEM_RERUN]
             chosen.update(_key(g) for g in base + typical)
         else:
             chosen.add(_key(f))
     return chosen
+
+
+def _on_basis(g, f):
+    """Is series finding g among those finding f's level was read on (its bandwidth-bound
+    series, when f says it was read on those only)? The re-run must estimate the same level."""
+    bound = f.get('factor_min_seconds')
+    return bound is None or (g.get('phase_seconds') or 0.0) >= bound
 
 
 def _key(f):

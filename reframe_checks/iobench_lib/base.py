@@ -87,11 +87,15 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
     iob_reps = variable(str, value='')
     iob_provenance = variable(str, value='')
 
-    #: 'quick' or 'nightly' (from size and quick_max_size), set at init.
+    #: 'quick' or 'nightly' (suite_of(): from size and quick_max_size), set at init.
     iob_suite = 'quick'
     #: The parsed result document after the run (None if missing); mixins read it.
     iob_result = None
     _iob_refs = (None, None)
+
+    def suite_of(self):
+        """'quick' or 'nightly': sizes up to quick_max_size are quick (BenchIO asks its shapes)."""
+        return 'quick' if isinstance(self.size, int) and self.size <= self.quick_max_size else 'nightly'
 
     # ---- init: names, tags, tasks ------------------------------------------------------------
     @run_after('init')
@@ -107,8 +111,8 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
             # an environment without the library is not a case at all (not in -l, not in the
             # budget); a partition-level feature is still honoured by skip_unsupported
             self.valid_prog_environs = [f'+mpi +{feature}']
-        quick = isinstance(self.size, int) and self.size <= self.quick_max_size
-        self.iob_suite = 'quick' if quick else 'nightly'
+        self.iob_suite = self.suite_of()
+        quick = self.iob_suite == 'quick'
         self.tags = self.tags | {self.iob_suite, self.backend}
         if self.repeat is None:
             self.repeat = self.quick_repeat if quick else self.nightly_repeat

@@ -9,8 +9,9 @@ sweeps, from partition extras, and the nightly budget each partition states.
 Why shapes and not a cross product: a rank count only exercises the 3-D benchio decomposition
 (MPI_Dims_create(n, 3), ROMIO's two-phase aggregation, lock contention) when it splits in three
 dimensions: 8 ranks (2x2x2) on `local`, a full node (128 = 8x4x4) on the sites. The quick suite
-keeps 1 and 2 ranks, so "bandwidth vs ranks" is drawn on every machine. Sizes <= the check's
-quick_max_size are `quick`, larger ones `nightly` (base.py), so a shape's sizes must be on its side.
+keeps 1 and 2 ranks, so "bandwidth vs ranks" is drawn on every machine. A (size, ranks) pair a
+shape lists is in that shape's suite (suite_of; quick first, so a size may be quick at 2 ranks and
+nightly at 128); a pair no shape lists (-P) is `quick` up to the check's quick_max_size (base.py).
 
 Parameter values are fixed when a check class is defined, so the menus read the *selected
 system's* partitions at import time (as lustre.stripe_menu does). A (size, ranks) pair no
@@ -82,6 +83,15 @@ def largest_quick_ranks():
 def _listed(shapes, suite, size, ranks):
     sizes, counts = shapes[suite]
     return size in sizes and ranks in counts
+
+
+def suite_of(size, ranks):
+    """The suite whose shapes list (size, ranks) on some partition of the selected system, quick
+    first; None for a pair no shape lists (a -P request: the check's size rule decides)."""
+    for suite in SUITES:
+        if any(_listed(shapes, suite, size, ranks) for shapes in _all_shapes()):
+            return suite
+    return None
 
 
 def _from_menus(size, ranks):
