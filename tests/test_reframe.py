@@ -187,7 +187,7 @@ def test_perflog_line_has_contract_fields(quick):
 def test_impossible_reference_is_a_performance_failure(tmp_path):
     refs = write_refs(tmp_path / 'refs.yaml',
                       {FPP_KEY: {'write_bw': "[1000000000, -0.1, null, 'MiB/s']"}})
-    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*ranks=2.*io=posix:fpp', '--tag', 'quick',
+    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO %size=64 .*ranks=2.*io=posix:fpp', '--tag', 'quick',
                    '-S', f'reference_file={refs}')
     assert proc.returncode != 0
     assert 'performance' in proc.output.lower()
@@ -202,7 +202,7 @@ def test_reference_within_band_passes_and_missing_entry_fails_when_required(tmp_
     refs = write_refs(tmp_path / 'refs.yaml',
                       {FPP_KEY: {'write_bw': "[1000, -1.0, 1000, 'MiB/s']",
                                  'read_bw': "[1000, -1.0, 1000, 'MiB/s']"}}, require=True)
-    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*ranks=2.*io=posix:', '--tag', 'quick',
+    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO %size=64 .*ranks=2.*io=posix:', '--tag', 'quick',
                    '-S', f'reference_file={refs}')
     cases = {c['io']: c for c in report_cases(tmp_path / 'rf') if c['name'].startswith('BenchIO')}
     assert cases['posix:fpp']['result'] == 'pass', cases['posix:fpp']['fail_reason']
@@ -214,7 +214,7 @@ def test_reference_within_band_passes_and_missing_entry_fails_when_required(tmp_
 
 def test_malformed_reference_entry_is_a_clear_error(tmp_path):
     refs = write_refs(tmp_path / 'refs.yaml', {FPP_KEY: {'write_bw': "[fast, -0.1, null, 'MiB/s']"}})
-    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*ranks=2.*io=posix:fpp', '--tag', 'quick',
+    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO %size=64 .*ranks=2.*io=posix:fpp', '--tag', 'quick',
                    '-S', f'reference_file={refs}')
     assert proc.returncode != 0
     case = [c for c in report_cases(tmp_path / 'rf') if c['name'].startswith('BenchIO')][0]
@@ -243,7 +243,7 @@ def test_backend_missing_from_build_is_skipped_with_reason(tmp_path):
 
 
 def test_unavailable_stripe_is_skipped_with_reason(tmp_path):
-    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO.*ranks=2.*io=posix:fpp', '--tag', 'quick',
+    proc = reframe(tmp_path / 'rf', '-c', CHECKS, '-r', '-n', 'BenchIO %size=64 .*ranks=2.*io=posix:fpp', '--tag', 'quick',
                    '-P', 'stripe=c4-S4M')
     assert proc.returncode == 0, proc.output[-2000:]
     case = [c for c in report_cases(tmp_path / 'rf') if c['name'].startswith('BenchIO')][0]
