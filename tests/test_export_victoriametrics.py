@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 from postprocess.history.perflog import read_perflogs  # noqa: E402
 
 pytestmark = pytest.mark.reframe
-CHECKS = ['BenchIO %size=64 .*ranks=2.*posix:fpp', 'BaselineFio']      # with --tag quick: one BenchIO and fio
+CHECKS = ['BenchIO.*size=64.*ranks=2.*posix:fpp', 'BaselineFio']      # with --tag quick: one BenchIO and fio
 
 
 def checkout_with_export(tmp_path, url):

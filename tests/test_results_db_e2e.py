@@ -25,7 +25,7 @@ from servers import webhook  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
 from nights import FIRST_NIGHT, nightly, redate_perflogs as redate  # noqa: E402
 
-FAST = ['BenchIO %size=64 .*ranks=2.*posix:fpp', 'BaselineFio']
+FAST = ['BenchIO.*size=64.*ranks=2.*posix:fpp', 'BaselineFio']
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.reframe

@@ -196,7 +196,7 @@ def test_stop_leaves_no_daemons_and_start_is_idempotent(slurm, tmp_path):
 def test_quick_subset_runs_as_slurm_jobs(slurm, tmp_path):
     results = tmp_path / 'results'
     res = run(['bash', str(NIGHTLY), '--tag', 'quick', '--system', 'local-slurm',
-               '--results', str(results), '--name', r'BenchIO.*ranks=2.*posix:fpp'], timeout=900)
+               '--results', str(results), '--name', r'BenchIO.*size=64.*ranks=2.*posix:fpp'], timeout=900)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     run_dir = (results / 'latest').resolve()
     report = json.loads((run_dir / 'report.json').read_text())
@@ -246,7 +246,7 @@ def test_nightly_fails_on_detected_regression(tmp_path):
     (detect -> verdict -> exit status); bench/detection.py measures the detector's sensitivity."""
     results = tmp_path / 'results'
     cmd = ['bash', str(NIGHTLY), '--system', 'local', '--results', str(results),
-           '--name', r'BenchIO.*ranks=2.*posix:fpp']
+           '--name', r'BenchIO.*size=64.*ranks=2.*posix:fpp']
     first = run(cmd, timeout=600)
     assert first.returncode == 0, first.stdout[-3000:]
     assert 'REGRESSION' not in first.stdout

@@ -215,9 +215,11 @@ def test_one_delay_counted_when_the_slow_ranks_are_on_different_nodes(cluster, i
         assert doc['nodes'] == 2 and doc['read_placement']['node_of_rank'] == [0, 1], doc['hosts']
         w = doc['repetitions'][0]['write']
         assert w['open_s'] >= DELAY and w['close_s'] >= DELAY, w    # both delays happened
-        totals[bool(extra)] = w['total_s']
-    assert DELAY <= totals[False] < 1.5 * DELAY, totals
-    assert totals[True] >= 2 * DELAY, totals
+        # the span less its slowest data access and sync: what open and close added (an fsync
+        # behind another test's 256 MiB of writes can take ~1 s here, and is not the question)
+        totals[bool(extra)] = w['total_s'] - w['access_s'] - w['sync_s']
+    assert 0.9 * DELAY <= totals[False] < 1.5 * DELAY, totals
+    assert totals[True] >= 1.9 * DELAY, totals
     assert list(tmp_path.iterdir()) == []
 
 

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.reframe, pytest.mark.slow]
 # factor and a group are read on, docs/verdicts.md §3) of POSIX, MPI-IO and HDF5 at 1-2 ranks: 3
 # HDF5 and 7 others, so the HDF5 group and the factor are each estimable without the other; two
 # short HaccHDF5 checks (judged as series, not the basis); fio, the filesystem's own reading
-CHECKS = ['BenchIO %size=256 .*(posix|mpiio|hdf5):', 'HaccHDF5.*layout=individual', 'BaselineFio']
+CHECKS = ['BenchIO.*size=256.*(posix|mpiio|hdf5):', 'HaccHDF5.*layout=individual', 'BaselineFio']
 CLEAN = 5
 
 

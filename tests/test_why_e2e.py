@@ -35,7 +35,7 @@ from nights import redate_perflogs as redate  # noqa: E402
 # every test asserts on one module-scoped sequence of eight real nightlies (~2 min quiet): -m slow
 pytestmark = [pytest.mark.reframe, pytest.mark.slow]
 FIRST = datetime.date(2026, 3, 1)
-NAMES = ['BenchIO %size=64 .*ranks=2.*hdf5:independent', 'BenchIO %size=64 .*ranks=2.*posix:fpp']
+NAMES = ['BenchIO.*size=64.*ranks=2.*hdf5:independent', 'BenchIO.*size=64.*ranks=2.*posix:fpp']
 CLEAN = 6
 NOTE = 'HDF5 1.12.3 stack, trial'
 DARSHAN_LIB = os.environ.get('IOREGRESS_DARSHAN_LIB') or '/opt/darshan/lib/libdarshan.so'
