@@ -206,7 +206,7 @@ def test_one_delay_counted_when_the_slow_ranks_are_on_different_nodes(cluster, i
     delay across nodes as on one; --param barriers=1 (IOR -g) counts both."""
     env = {'LD_PRELOAD': shim, 'IOB_DELAY_MATCH': 'slowrank', 'IOB_DELAY_S': str(DELAY),
            'IOB_DELAY_OPEN_RANK': '0', 'IOB_DELAY_CLOSE_RANK': '1'}
-    totals = {}
+    totals, added = {}, {}
     for extra in ([], ['--param', 'barriers=1']):
         res = srun(['-N', 2, '-n', 2, '-m', 'block', iobench, '--backend', 'posix', '--mode', 'fpp', '--size', 16,
                     '--dir', tmp_path, '--name', 'slowrank', '--phase', 'write', *extra], env=env)
@@ -215,11 +215,13 @@ def test_one_delay_counted_when_the_slow_ranks_are_on_different_nodes(cluster, i
         assert doc['nodes'] == 2 and doc['read_placement']['node_of_rank'] == [0, 1], doc['hosts']
         w = doc['repetitions'][0]['write']
         assert w['open_s'] >= DELAY and w['close_s'] >= DELAY, w    # both delays happened
-        # the span less its slowest data access and sync: what open and close added (an fsync
-        # behind another test's 256 MiB of writes can take ~1 s here, and is not the question)
-        totals[bool(extra)] = w['total_s'] - w['access_s'] - w['sync_s']
-    assert 0.9 * DELAY <= totals[False] < 1.5 * DELAY, totals
-    assert totals[True] >= 1.9 * DELAY, totals
+        # the span, and the span less its slowest data access and sync: what open and close
+        # added (an fsync behind another test's 256 MiB of writes can take ~1 s here, and is not
+        # the question)
+        totals[bool(extra)] = w['total_s']
+        added[bool(extra)] = w['total_s'] - w['access_s'] - w['sync_s']
+    assert totals[False] >= DELAY and added[False] < 1.5 * DELAY, (totals, added)
+    assert totals[True] >= 2 * DELAY, totals
     assert list(tmp_path.iterdir()) == []
 
 

@@ -36,12 +36,14 @@ def is_baseline_params(params):
 
 
 def measurable(trs, opt, at_least):
-    """The bandwidth-bound series among ``trs`` (median phase >= ``factor_seconds``), when there
-    are ``at_least`` of them; else all of ``trs``. A 2 MiB phase of a few ms moves more from night
-    to night than a 20 % slower stack moves it (docs/verdicts.md, run 9): the common factor a
-    finding is judged on is read where a phase is long enough to measure, as fio's is."""
-    bound = [tr for tr in trs if tr.seconds is not None and tr.seconds >= opt['factor_seconds']]
-    return bound if len(bound) >= at_least else trs
+    """(series, bound): the bandwidth-bound series among ``trs`` (median phase >= ``factor_seconds``)
+    and that bound, when there are ``at_least`` of them; else (``trs``, None). A 2 MiB phase of a
+    few ms moves more from night to night than a 20 % slower stack moves it (docs/verdicts.md,
+    run 9): the common factor a finding is judged on is read where a phase is long enough to
+    measure, as fio's is."""
+    limit = opt['factor_seconds']
+    bound = [tr for tr in trs if tr.seconds is not None and tr.seconds >= limit]
+    return (bound, limit) if len(bound) >= at_least else (trs, None)
 
 
 def plan_groups(members, keys_of, min_group):

@@ -121,11 +121,10 @@ class _Many:
         """Tonight's factor and group tests of one partition and phase (after night_spread)."""
         opt, tests = self.opt, []
         checks = [tr for tr in members if tr not in self.baseline]
-        basis = factors.measurable(checks, opt, opt['min_common'])
-        if basis is not checks:     # the factor's finding: on the bandwidth-bound checks
+        basis, bound = factors.measurable(checks, opt, opt['min_common'])
+        if bound is not None:       # the factor's finding: on the bandwidth-bound checks
             _, sys_levels = factors.polish_factor(basis, span, nights, opt, carry)
         basis_now = [tr for tr in basis if t in tr.y]
-        bound = opt['factor_seconds'] if basis is not checks else None
         if t in sys_levels:
             ft = self.factor[g]
             ft.t_now = t
@@ -133,19 +132,19 @@ class _Many:
             x.update(where=g, kind='factor', present=present, basis=len(basis_now), bound=bound)
             tests.append(x)
         for key, trs in self.plans[g].items():
-            use = factors.measurable(trs, opt, opt['min_group'])
+            use, use_bound = factors.measurable(trs, opt, opt['min_group'])
             now = [tr for tr in use if t in tr.y]
             if len(now) < opt['min_group']:
                 continue
             mine = set(trs)
-            others = factors.measurable([tr for tr in checks if tr not in mine], opt,
-                                        opt['min_common'])
+            others, _ = factors.measurable([tr for tr in checks if tr not in mine], opt,
+                                           opt['min_common'])
             c_lgo, _ = factors.polish_factor(others, span, nights, opt, carry)
             gt = self.group_track[(g, key)]
             gt.t_now = t
             x = factors.judge(gt, t, factors.group_levels(use, c_lgo, span), night, now, opt)
             x.update(where=g, kind='group', key=key, trs=now, c=c_lgo, present=present,
-                     basis=len(now), bound=opt['factor_seconds'] if use is not trs else None)
+                     basis=len(now), bound=use_bound)
             if x['est'] is not None:
                 x['moved'] = factors.members_moved(now, c_lgo, t, x['hist'], math.expm1(x['est']))
             tests.append(x)
