@@ -29,10 +29,14 @@ Usage: bench/ior_pairs.py --iobench build/iobench --ior /opt/ior/bin/ior --dir /
            [--block 128m] [--transfer 1m] [--segments 2] [--ranks 1,2] [--pairs 5]
            [--apis posix:fpp,mpiio:collective,...] [--settle S] [--warm MiB] [--json out.json]
            [--slurm-nodes N [--partition cluster]]   # srun over N nodes (ci/slurm/start.sh --nodes N)
+           [--control]                               # A/A: IOR in both slots
        bench/ior_pairs.py --pool run1.json run2.json ...
-Prints one line per (api, ranks, phase): medians, the median of the per-pair ratios, the modes, and
-every pair. `--pool` reads the `--json` files of several runs with the same sizes and prints, per
-line, the median of the per-pair ratios of all their pairs and how many lines fall within ±5 %.
+Prints one line per (api, ranks, phase): medians, the median of the per-pair ratios, the modes, a
+90 % confidence interval of that median with what it allows ("within" ±5 %, "differs" from 1, or
+"unresolved" at this many pairs), and every pair. `--control` runs IOR in iobench's slot too (on a
+file of its own): how far from 1 the bench's ratio lands when nothing differs (docs/ior-nodes.md).
+`--pool` reads the `--json` files of several runs with the same sizes and prints, per line, the
+median of the per-pair ratios of all their pairs, its interval, and how many lines fall within ±5 %.
 """
 import argparse
 import glob
@@ -127,11 +131,11 @@ def run_iobench(a, api, np_):
     return w["bw_MiBps"], r["bw_MiBps"], r["cache_resident_before_read"]
 
 
-def ior_phase(a, api, np_, phase, tmp):
+def ior_phase(a, api, np_, phase, tmp, name="pair_ior.dat"):
     warm_memory(a.warm)
     summary = os.path.join(tmp, f"{phase}.json")
     cmd = ior_command(a.ior, api, np_, a.block, a.transfer, a.segments,
-                      os.path.join(a.dir, "pair_ior.dat"), phase, summary)
+                      os.path.join(a.dir, name), phase, summary)
     proc = run_tool(cmd)
     if proc.returncode != 0:
         sys.exit(f"IOR failed: {' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
@@ -141,14 +145,49 @@ def ior_phase(a, api, np_, phase, tmp):
     return res[0]["bwMiB"]
 
 
-def run_ior(a, api, np_, tmp):
-    w = ior_phase(a, api, np_, "write", tmp)
-    files = glob.glob(os.path.join(a.dir, "pair_ior.dat*"))
+def run_ior(a, api, np_, tmp, name="pair_ior.dat"):
+    w = ior_phase(a, api, np_, "write", tmp, name)
+    files = glob.glob(os.path.join(a.dir, name + "*"))
     drop_cache(files)
-    r = ior_phase(a, api, np_, "read", tmp)
+    r = ior_phase(a, api, np_, "read", tmp, name)
     for f in files:
         os.unlink(f)
     return w, r
+
+
+TOLERANCE = 0.05  # the ±5 % of issue 19
+CI_LEVEL = 0.90
+
+
+def median_ci(ratios, level=CI_LEVEL):
+    """Distribution-free CI of the median per-pair ratio: order statistics x(k)..x(n+1-k), k the
+    largest with P(Binom(n, 1/2) < k) <= (1 - level) / 2; returns (lo, hi, exact coverage) or None
+    when n is too small for that level (n >= 5 at 90 %)."""
+    from scipy.stats import binom
+    x, n = sorted(ratios), len(ratios)
+    k = 0
+    while k + 1 <= n // 2 and binom.cdf(k, n, 0.5) <= (1 - level) / 2:
+        k += 1
+    if k == 0:
+        return None
+    return x[k - 1], x[n - k], 1 - 2 * binom.cdf(k - 1, n, 0.5)
+
+
+def judge_ratio(ratios):
+    """'within' (the CI lies inside 1 +- TOLERANCE), 'differs' (the CI excludes 1), or
+    'unresolved' (the CI holds 1 and reaches beyond the tolerance: more pairs, or a quieter machine,
+    would be needed to say); with the CI."""
+    ci = median_ci(ratios)
+    if ci is None:
+        return "unresolved", ci
+    lo, hi, _ = ci
+    if 1 - TOLERANCE <= lo and hi <= 1 + TOLERANCE:
+        return "within", ci
+    return ("differs" if lo > 1 or hi < 1 else "unresolved"), ci
+
+
+def ci_text(verdict, ci):
+    return f"{verdict} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else verdict
 
 
 MODE_GAP = 1.6   # neighbours in the sorted samples further apart than this factor: two modes
@@ -179,20 +218,24 @@ def pool(files):
     for name in files:
         with open(name) as f:
             run = json.load(f)
-        sizes.add((run["block"], run["transfer"], run["segments"]))
+        sizes.add((run["block"], run["transfer"], run["segments"], run.get("control", False)))
         for s in run["samples"]:
             for i, phase in enumerate(("write", "read")):
                 ratios.setdefault((s["api"], s["ranks"], phase), []).append(s["iobench"][i] / s["ior"][i])
     if len(sizes) != 1:
-        sys.exit(f"ior_pairs: error: --pool runs differ in block/transfer/segments: {sorted(sizes)}")
-    inside = 0
+        sys.exit(f"ior_pairs: error: --pool runs differ in block/transfer/segments/control: {sorted(sizes)}")
+    inside, verdicts = 0, {}
     print(f"# pooled {len(files)} runs, block {run['block']}, transfer {run['transfer']}, "
-          f"segments {run['segments']}")
+          f"segments {run['segments']}" + ("; A/A control" if run.get("control") else "")
+          + f"; CI {CI_LEVEL:.0%} of the median ratio")
     for (api, np_, phase), r in ratios.items():
         med = statistics.median(r)
-        inside += abs(med - 1) <= 0.05
-        print(f"{api:18} {np_:2d} {phase:5} {med:6.3f} ({len(r)} pairs)")
-    print(f"{inside} of {len(ratios)} lines within 0.95-1.05")
+        inside += abs(med - 1) <= TOLERANCE
+        verdict, ci = judge_ratio(r)
+        verdicts[verdict] = verdicts.get(verdict, 0) + 1
+        print(f"{api:18} {np_:2d} {phase:5} {med:6.3f} ({len(r)} pairs)  {ci_text(verdict, ci)}")
+    print(f"{inside} of {len(ratios)} medians within {1 - TOLERANCE:.2f}-{1 + TOLERANCE:.2f}; CI: "
+          + ", ".join(f"{v} {n}" for v, n in sorted(verdicts.items())))
 
 
 def main():
@@ -214,6 +257,9 @@ def main():
     ap.add_argument("--slurm-nodes", type=int, default=0,
                     help="launch with srun on this many nodes of --partition (block placement) instead of mpirun")
     ap.add_argument("--partition", default="cluster", help="Slurm partition for --slurm-nodes")
+    ap.add_argument("--control", action="store_true",
+                    help="A/A control: IOR in both slots (the 'iobench' column is IOR on another file): "
+                         "how far from 1 the bench's ratio lands when nothing differs")
     a = ap.parse_args()
     SLURM.update(nodes=a.slurm_nodes, partition=a.partition)
     if a.slurm_nodes:
@@ -230,9 +276,10 @@ def main():
     samples = []
     where = f"srun -N {a.slurm_nodes} -p {a.partition}" if a.slurm_nodes else "mpirun, this host"
     print(f"# block {a.block}, transfer {a.transfer}, segments {a.segments}, dir {a.dir}, {a.pairs} pairs, "
-          f"settle {a.settle} s, warm {a.warm} MiB, {where}; MiB/s")
+          f"settle {a.settle} s, warm {a.warm} MiB, {where}; MiB/s"
+          + ("; A/A CONTROL: the iobench column is IOR too" if a.control else ""))
     print(f"{'api':18} {'np':>2} {'phase':5} {'iobench':>9} {'ior':>9} {'ratio':>6}  {'modes':>9} "
-          f"{'same-mode':>11}  pairs (iobench/ior)")
+          f"{'same-mode':>11}  {f'CI {CI_LEVEL:.0%}':>26}  pairs (iobench/ior)")
     with tempfile.TemporaryDirectory() as tmp:
         for np_ in [int(x) for x in a.ranks.split(",")]:
             for api in a.apis.split(","):
@@ -242,22 +289,30 @@ def main():
                     for tool in (("iobench", "ior") if k % 2 == 0 else ("ior", "iobench")):
                         os.sync()
                         time.sleep(a.settle)
-                        got[tool] = run_iobench(a, api, np_) if tool == "iobench" else run_ior(a, api, np_, tmp)
+                        if tool == "ior":
+                            got[tool] = run_ior(a, api, np_, tmp)
+                        elif a.control:     # A/A: IOR in iobench's slot too, on a file of its own
+                            got[tool] = [*run_ior(a, api, np_, tmp, "pair_control.dat"), 0]
+                        else:
+                            got[tool] = run_iobench(a, api, np_)
                     pairs.append(got)
                     samples.append({"api": api, "ranks": np_, "pair": k, "iobench": got["iobench"][:2],
                                     "iobench_resident": got["iobench"][2], "ior": got["ior"]})
                 for i, phase in enumerate(("write", "read")):
                     mi = statistics.median(p["iobench"][i] for p in pairs)
                     mr = statistics.median(p["ior"][i] for p in pairs)
-                    ratio = statistics.median(p["iobench"][i] / p["ior"][i] for p in pairs)
+                    ratios = [p["iobench"][i] / p["ior"][i] for p in pairs]
+                    ratio = statistics.median(ratios)
+                    ci = ci_text(*judge_ratio(ratios))
                     raw = " ".join(f"{p['iobench'][i]:.0f}/{p['ior'][i]:.0f}" for p in pairs)
                     modes, same, n_same = mode_summary([(p["iobench"][i], p["ior"][i]) for p in pairs])
                     same_s = f"{same:.3f} ({n_same})" if same is not None else "- (0)"
                     print(f"{api:18} {np_:2d} {phase:5} {mi:9.1f} {mr:9.1f} {ratio:6.3f}  {modes:>9} "
-                          f"{same_s:>11}  {raw}", flush=True)
+                          f"{same_s:>11}  {ci:>26}  {raw}", flush=True)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"block": a.block, "transfer": a.transfer, "segments": a.segments, "samples": samples}, f)
+            json.dump({"block": a.block, "transfer": a.transfer, "segments": a.segments,
+                       "control": a.control, "samples": samples}, f)
 
 
 if __name__ == "__main__":

@@ -290,3 +290,25 @@ def test_bench_splits_two_modes_and_pairs_within_one():
     assert counts == "fast 3/4" and n == 2 and same == pytest.approx((1559 / 1564 + 1570 / 1571) / 2)
     counts, same, n = ior_pairs.mode_summary([(1330, 1390), (1286, 1482), (1300, 1350)])
     assert counts == "one mode" and n == 3 and same == pytest.approx(1330 / 1390)   # median of all
+
+
+def test_bench_ci_of_the_median_ratio_says_within_differs_or_unresolved():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+    import ior_pairs
+    from scipy.stats import binom
+    # n = 8 at 90 %: x(2)..x(7), coverage 1 - 2 P(B(8, 1/2) <= 1) = 0.930
+    r = [0.90, 0.97, 0.98, 0.99, 1.00, 1.01, 1.03, 1.20]
+    lo, hi, cov = ior_pairs.median_ci(r)
+    assert (lo, hi) == (0.97, 1.03) and abs(cov - (1 - 2 * binom.cdf(1, 8, 0.5))) < 1e-12
+    assert ior_pairs.judge_ratio(r)[0] == "within"
+    # the same median with a wider spread cannot say +-5 %
+    assert ior_pairs.judge_ratio([0.7, 0.8, 0.9, 0.99, 1.0, 1.1, 1.2, 1.4])[0] == "unresolved"
+    # every pair above 1: a difference, whatever its size
+    assert ior_pairs.judge_ratio([1.2, 1.25, 1.3, 1.3, 1.35, 1.4, 1.2, 1.28])[0] == "differs"
+    # too few pairs for a 90 % interval: no claim
+    assert ior_pairs.median_ci([1.0, 1.0, 1.0, 1.0]) is None
+    assert ior_pairs.judge_ratio([1.0, 1.0, 1.0, 1.0])[0] == "unresolved"
+    # coverage is never below the level asked, at every n the bench uses
+    for n in range(5, 40):
+        ci = ior_pairs.median_ci(list(range(n)))
+        assert ci[2] >= ior_pairs.CI_LEVEL

@@ -1,0 +1,44 @@
+"""bench/rejudge_replay.py: detect options are checked by name and type, and a changed option never
+outlives its judgement (the next setting, or the defaults row, must not inherit it)."""
+import argparse
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / 'bench'))
+import rejudge_replay  # noqa: E402  (bench/rejudge_replay.py)
+from postprocess.detect import options  # noqa: E402
+
+
+def test_a_setting_is_a_known_option_with_its_type():
+    assert rejudge_replay.parse_set('alpha_system=0.1') == {'alpha_system': 0.1}
+    assert rejudge_replay.parse_set('window=10') == {'window': 10}
+    for bad in ('alpha_sytem=0.1', 'alpha_system=', 'window'):
+        with pytest.raises(argparse.ArgumentTypeError, match='not a detect option'):
+            rejudge_replay.parse_set(bad)
+    with pytest.raises(ValueError):
+        rejudge_replay.parse_set('window=ten')
+
+
+def test_options_are_restored_after_a_judgement_even_one_that_fails(tmp_path, monkeypatch):
+    before = dict(options.DEFAULTS)
+    import postprocess.cli
+
+    def boom(argv):
+        assert options.DEFAULTS['alpha_system'] == 0.5      # the setting is in force inside
+        raise RuntimeError('detect failed')
+    monkeypatch.setattr(postprocess.cli, 'main', boom)
+    with pytest.raises(RuntimeError):
+        rejudge_replay.flags_by_night(tmp_path, {'alpha_system': 0.5})
+    assert options.DEFAULTS == before
+
+
+def test_no_replay_directory_is_one_line_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        rejudge_replay.main([str(tmp_path)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith(f"error: no run directories (run1, run2...) in '{tmp_path}'")
