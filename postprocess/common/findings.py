@@ -40,17 +40,9 @@ def many_label(f):
         moved = f' ({f["moved"]} of {f["members"]})' if f.get('members') else ''
         return f'{group_label(f)}{moved}'
     fio = f.get('fio_change')
-    against = ''
-    if f.get('judged_on') == 'adjusted':    # judged against the other phase (detect/factors.py)
-        other = f'{f["adjusted_for"]}s'
-        level, cov = f.get('raw_change'), f.get('covariate_change')
-        against = (f' against their {other}' + (f' (level {level:+.0%}, {other} {cov:+.0%})'
-                                                 if isinstance(level, (int, float))
-                                                 and isinstance(cov, (int, float)) else ''))
     if f.get('scope') == 'stack':
         # fio "unchanged": not moved beyond its own night-to-night spread (detect/factors.py)
         spread = f' ({fio:+.0%}, within its spread)' if isinstance(fio, (int, float)) else ''
-        return (f'all iobench checks{against}, fio unchanged{spread}: the I/O stack above the '
-                'filesystem')
-    return (f'all checks{against} and fio' + (f' ({fio:+.0%})' if isinstance(fio, (int, float)) else '')
+        return f'all iobench checks, fio unchanged{spread}: the I/O stack above the filesystem'
+    return ('all checks and fio' + (f' ({fio:+.0%})' if isinstance(fio, (int, float)) else '')
             + ': the filesystem or the partition')

@@ -121,16 +121,6 @@ def _pct(x):
     return 'n/a' if x is None else f'{x:+.1%}'
 
 
-def _against(f):
-    """' against their reads (level -12.1 %, reads +9.3 %)' when the factor was judged against
-    the other phase's (detect/factors.py adjusted_levels)."""
-    if f.get('judged_on') != 'adjusted':
-        return ''
-    other = f['adjusted_for'] + 's'
-    return (f' against their {other} (level {_pct(f.get("raw_change"))}, {other} '
-            f'{_pct(f.get("covariate_change"))})')
-
-
 def format_finding(f):
     since = f' since {f["since"]}' if f.get('since') else ''
     if is_many(f):
@@ -138,7 +128,7 @@ def format_finding(f):
         z = '' if f['z'] is None else f', z {f["z"]:+.1f}'
         subject = (group_label(f) if f['scope'] == 'group' else
                    'all checks' if f['scope'] == 'system' else 'all iobench checks (stack)')
-        what = (f'{subject} {_pct(f["change"])} vs history{since}{_against(f)} ({f["n"]} series, '
+        what = (f'{subject} {_pct(f["change"])} vs history{since} ({f["n"]} series, '
                 f'{f["history_nights"]} nights{z}){fio}')
         return (f'{f["status"].upper():22s} {f["night"]} {f["system"]}:{f["partition"]} '
                 f'{f["phase"]}: {what}')

@@ -14,13 +14,6 @@ filesystem's when fio moved with it) and the factor of one library or one check 
   factor estimated WITHOUT them (leave-group-out, so a library that is half the suite cannot drag
   the factor with it). A moving group is one finding ("HDF5 checks -30 % write (9 of 12)").
 
-* The factor against the other phase: a night's machine state (a busy disk, a host's memory) moves
-  writes and reads together, a change of the write path only the writes. So beside the factor's
-  own level, its level less ``beta`` times the other phase's factor (``beta``: Theil-Sen slope over
-  the clean history, in [0, 1]) is tested too, once there are ``ADJUST_MIN_NIGHTS`` nights to fit
-  it: "all iobench checks -18 % write against their reads". Measured on run 10.2 of the real
-  replay (docs/replays.md): the write factor's clean spread 7.6 % -> 3.4 % against the reads.
-
 Factor and group levels are tested like series (detect/evidence.py: pooled over suspect nights,
 against their own history's spread, floored at their estimation noise), Holm at ``alpha_system``
 in one family per night for the factors and one for the groups; the confirmation re-run
@@ -36,7 +29,6 @@ from postprocess.detect.evidence import (Evidence, Track, continue_change, fresh
                                          level_var_factor, robust_level, robust_var, t_tails)
 
 SYSTEM_CHECK = '*'          # check/environ of a finding about many series
-ADJUST_MIN_NIGHTS = 6       # clean nights before a slope between the phases' factors is fitted
 
 
 def is_baseline_params(params):
@@ -92,24 +84,7 @@ def group_levels(trs, c, span):
     return out
 
 
-def adjusted_levels(levels, other, hist_nights):
-    """(levels less beta x the other phase's factor, beta), or (None, None) with fewer than
-    ADJUST_MIN_NIGHTS clean nights holding both. beta: Theil-Sen slope of the factor on the other
-    phase's over those nights (robust to a wild night), clipped to [0, 1]: the same machine state
-    cannot move one phase against the other, nor more than all of it."""
-    both = [u for u in hist_nights if u in levels and u in other]
-    if len(both) < ADJUST_MIN_NIGHTS:
-        return None, None
-    x = np.array([other[u] for u in both])
-    y = np.array([levels[u] for u in both])
-    if np.ptp(x) <= 0:
-        return None, None
-    from scipy.stats import theilslopes
-    beta = float(min(max(theilslopes(y, x)[0], 0.0), 1.0))
-    return {u: levels[u] - beta * other[u] for u in levels if u in other}, beta
-
-
-def tester_for(night, present, floor_scale=1.0):
+def tester_for(night, present):
     """Test of a factor's (or group's) level: its own history's spread, floored at the noise of
     estimating it as a median of ``present`` series, each with its night-to-night variance
     (evidence.night_spread) -- a short history whose nights happened to agree must not make a
@@ -117,7 +92,7 @@ def tester_for(night, present, floor_scale=1.0):
     floor2 = 0.0
     spread = [night.spread[tr][0] for tr in present if tr in night.spread]
     if spread:
-        floor2 = floor_scale * (math.pi / 2.0) * float(np.median(spread)) / len(present)
+        floor2 = (math.pi / 2.0) * float(np.median(spread)) / len(present)
 
     def tester(track, new, hist, levels):
         c_new = [levels[u] for u in new]
@@ -130,11 +105,10 @@ def tester_for(night, present, floor_scale=1.0):
     return tester
 
 
-def judge(ft, t, levels, night, present, opt, floor_scale=1.0):
+def judge(ft, t, levels, night, present, opt):
     """Tonight's evidence on a factor/group level: a dict with status decided later (Holm) for a
-    fresh test, or already decided for a change that goes on. ``floor_scale``: the estimation
-    noise floor's factor (1 + beta^2 for a level less beta x another estimated level)."""
-    tester = tester_for(night, present, floor_scale)
+    fresh test, or already decided for a change that goes on."""
+    tester = tester_for(night, present)
     cont = continue_change(ft, t, levels, tester, night) if ft.since is not None else None
     if cont is not None:
         ev, hist, _ = cont

@@ -43,14 +43,11 @@ import numpy as np
 from postprocess.common.stats import holm, mad_sd
 from postprocess.detect import factors
 from postprocess.detect.evidence import (NightJudge, build_tracks, continue_change, fresh_evidence,
-                                         night_spread, p_toward, robust_level, t_tails,
-                                         within_noise)
+                                         night_spread, p_toward, t_tails, within_noise)
 from postprocess.detect.factors import SYSTEM_CHECK, is_baseline_params  # noqa: F401 (API)
 from postprocess.detect.options import DEFAULTS
 from postprocess.detect.outliers import OUTLIER_K, outlier_indices
 from postprocess.history.perflog import PHASES
-
-ADJUSTED = 'against the other phase'    # the group field of the adjusted factor tracks
 
 
 def _system_levels(members, c, baseline):
@@ -114,9 +111,6 @@ class _Many:
                       for g, members in groups.items()}
         self.group_track = {(g, k): factors.new_track(g[0], g[1], k)
                             for g, plan in self.plans.items() for k in plan}
-        # the factor against the other phase's (factors.adjusted_levels): a track of its own
-        self.adjusted = {g: factors.new_track(g[0], g[1], ADJUSTED) for g in groups}
-        self.tonight = {}           # g -> (factor levels, basis series present tonight)
 
     def common_factor(self, members, span, nights, carry):
         """The common factor of one partition and phase: (c, nights it was estimated on)."""
@@ -137,7 +131,6 @@ class _Many:
             x = factors.judge(ft, t, sys_levels, night, basis_now, opt)
             x.update(where=g, kind='factor', present=present, basis=len(basis_now), bound=bound)
             tests.append(x)
-            self.tonight[g] = (sys_levels, basis_now, present, bound)
         for key, trs in self.plans[g].items():
             use, use_bound = factors.measurable(trs, opt, opt['min_group'])
             now = [tr for tr in use if t in tr.y]
@@ -157,30 +150,8 @@ class _Many:
             tests.append(x)
         return tests
 
-    def judge_adjusted(self, t, night):
-        """Tonight's test of each factor against the other phase's factor (after every phase's
-        levels are known): fresh tests of kind 'factor', in the same Holm family."""
-        tests = []
-        for g, (levels, basis_now, present, bound) in self.tonight.items():
-            other = self.tonight.get((g[0], 1 - g[1]))
-            if other is None or t not in other[0]:
-                continue
-            at = self.adjusted[g]
-            hist = [u for u in sorted(levels) if u < t and u not in at.excluded][-self.opt['window']:]
-            adj, beta = factors.adjusted_levels(levels, other[0], hist)
-            if adj is None:
-                continue
-            at.t_now = t
-            x = factors.judge(at, t, adj, night, basis_now, self.opt, 1.0 + beta * beta)
-            x.update(where=g, kind='factor', present=present, basis=len(basis_now), bound=bound,
-                     beta=beta, against=PHASES[1 - g[1]], covariate=other[0])
-            tests.append(x)
-        self.tonight = {}
-        return tests
-
     def findings(self, tests, system, nights):
         out = []
-        tests = _one_per_factor(tests)
         for x in tests:
             partition, phase_id = x['where']
             present = x['present']
@@ -197,7 +168,6 @@ class _Many:
                              and fio_p < self.opt['alpha_fio'])
                 scope = 'system' if fio is None or moved_too else 'stack'
                 extra = {'fio_change': fio}
-                extra.update(x.get('against_fields', {}))
                 n = len(present)
             else:
                 scope, n = 'group', len(x['trs'])
@@ -207,43 +177,6 @@ class _Many:
             out.append(factors.finding(x, system, partition, PHASES[phase_id], nights, sid, n,
                                        scope, extra))
         return out
-
-
-FLAGGED = ('regression', 'improvement', 'unconfirmed')
-
-
-def _one_per_factor(tests):
-    """One factor test per partition and phase: its own level's, or, when only that flagged, the
-    one against the other phase (with the raw change beside it): one finding either way."""
-    adjusted = {x['where']: x for x in tests if x['kind'] == 'factor' and 'against' in x}
-    out = []
-    for x in tests:
-        if x['kind'] != 'factor':
-            out.append(x)
-            continue
-        if 'against' in x:
-            continue                # reported through its own level's test (below)
-        xa = adjusted.get(x['where'])
-        if xa is None:
-            out.append(x)
-            continue
-        fields = {'adjusted_for': xa['against'], 'adjust_beta': xa['beta'],
-                  'adjusted_change': None if xa['est'] is None else math.expm1(xa['est'])}
-        # the adjusted test decides when only it flagged, or when its change began earlier (the
-        # state hid the first night from the level's test: `since` is the first changed night)
-        if xa['status'] in FLAGGED and (x['status'] not in FLAGGED or (
-                xa['since'] is not None and x['since'] is not None and xa['since'] < x['since'])):
-            hist = [xa['covariate'][u] for u in xa['hist'] if u in xa['covariate']]
-            t = xa['track'].t_now
-            fields.update(judged_on='adjusted',
-                          raw_change=None if x['est'] is None else math.expm1(x['est']),
-                          covariate_change=math.expm1(xa['covariate'][t] - robust_level(hist))
-                          if hist and t in xa['covariate'] else None)
-            x = xa
-        else:
-            fields['judged_on'] = 'level'
-        out.append(dict(x, against_fields=fields))
-    return out
 
 
 def _mark_unconfirmed(tracks, nights, history, unconfirmed):
@@ -265,8 +198,7 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
         index = {n: i for i, n in enumerate(nights)}
         for (partition, phase_id), ft in many.factor.items():
             key = (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, '', PHASES[phase_id])
-            for track in (ft, many.adjusted[(partition, phase_id)]):
-                track.unconfirmed.update(index[n] for n in unconfirmed.get(key, ()) if n in index)
+            ft.unconfirmed.update(index[n] for n in unconfirmed.get(key, ()) if n in index)
         for ((partition, phase_id), gkey), gt in many.group_track.items():
             key = (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, gkey, PHASES[phase_id])
             gt.unconfirmed.update(index[n] for n in unconfirmed.get(key, ()) if n in index)
@@ -328,7 +260,6 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
                         res['z'] /= s0
                         res['z_own'] /= s0
             fresh += group_fresh
-        many_tests += many.judge_adjusted(t, night)
         factors.decide(many_tests, opt)
         out += many.findings(many_tests, system, nights)
         for (tr, est, z, p, hist), kept in zip(rerun, holm([r[3] for r in rerun],

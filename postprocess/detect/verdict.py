@@ -139,9 +139,6 @@ def confirm(history_runs, confirm_runs, tonight_findings):
         if s['id'].startswith('confirm:'):
             s['night'] = label
     systems = {(f['partition'], f['phase']) for f in flagged if f.get('scope') in ('system', 'stack')}
-    # a factor judged against the other phase's: the re-run estimates that one too
-    systems |= {(f['partition'], f['adjusted_for']) for f in flagged
-                if f.get('judged_on') == 'adjusted'}
     again = {(g['system'], g['partition'], g['environ'], g['check'], g['params'], g['phase']): g
              for g in detect(history, latest_only=True, carry_night=label,
                              estimate_factor=systems)
