@@ -292,7 +292,7 @@ def main():
                         if tool == "ior":
                             got[tool] = run_ior(a, api, np_, tmp)
                         elif a.control:     # A/A: IOR in iobench's slot too, on a file of its own
-                            got[tool] = [*run_ior(a, api, np_, tmp, "pair_control.dat"), 0]
+                            got[tool] = [*run_ior(a, api, np_, tmp, "pair_control.dat"), None]
                         else:
                             got[tool] = run_iobench(a, api, np_)
                     pairs.append(got)

@@ -1,8 +1,9 @@
 """Judge the saved nights of a real replay (bench/real_replay.py --out DIR) again, with detect's
 options changed: what a setting would have flagged on real nights, without 90 minutes of new ones.
 
-For each scenario tree of each run (DIR/runN/<scenario>/perflogs) it runs `postprocess detect
---all-nights` with the options given, and prints per scenario the first stage of the verdict: the
+For each scenario tree of each run (DIR/runN/<scenario>/perflogs) it judges every night as
+`postprocess detect --all-nights` does (the same History, the same detect), with the options given
+to that call, and prints per scenario the first stage of the verdict: the
 judged clean nights flagged (night >= 4), and on the two slowed nights whether anything was flagged
 and whether a flag names the fault (real_replay.names_right). Only the first stage: the
 confirmation re-run exists only for the nights the replay's own settings flagged, so a changed
@@ -11,37 +12,27 @@ setting's new flags cannot be confirmed or refuted here (a real replay does that
     python bench/rejudge_replay.py /tmp/r10 --set alpha_system=0.05 --set alpha_system=0.1
 """
 import argparse
-import contextlib
-import io
-import json
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import real_replay  # noqa: E402  (bench/real_replay.py)
+from postprocess.detect.options import DEFAULTS  # noqa: E402
+from postprocess.detect.suite import detect  # noqa: E402
+from postprocess.history import inputs  # noqa: E402
 
 
 def flags_by_night(tree, options):
-    """[(night label, [flagged findings])] of every night of ``tree``, oldest first."""
-    from postprocess.cli import main
-    from postprocess.detect import options as detect_options
-    saved = dict(detect_options.DEFAULTS)
-    detect_options.DEFAULTS.update(options)
-    try:
-        with tempfile.NamedTemporaryFile(suffix='.json') as out:
-            with contextlib.redirect_stdout(io.StringIO()):
-                try:
-                    main(['detect', '--perflogs', str(tree / 'perflogs'), '--system', 'local',
-                          '--all-nights', '--json', out.name])
-                except SystemExit:
-                    pass            # detect exits 1 when something is flagged
-            findings = json.load(open(out.name))
-    finally:
-        detect_options.DEFAULTS.clear()
-        detect_options.DEFAULTS.update(saved)
+    """[(night label, [flagged findings])] of every night of ``tree``, oldest first: the History
+    `postprocess detect --perflogs TREE/perflogs --system local --all-nights` reads, judged by
+    detect with ``options`` (keyword options of detect/suite.py, never the module's defaults)."""
+    ap = argparse.ArgumentParser()
+    inputs.add_history_args(ap)
+    history = inputs.load_history(ap.parse_args(['--perflogs', str(tree / 'perflogs'),
+                                                 '--system', 'local']))
+    findings = detect(history, **options)
     nights = sorted({f['night'] for f in findings})
     return [(n, [f for f in findings if f['night'] == n and f['status'] == 'regression'])
             for n in nights]
@@ -68,7 +59,6 @@ def rejudge(run_dir, options):
 
 def parse_set(text):
     key, _, value = text.partition('=')
-    from postprocess.detect.options import DEFAULTS
     if key not in DEFAULTS or not value:
         raise argparse.ArgumentTypeError(f"not a detect option: '{text}' (options: {sorted(DEFAULTS)})")
     return {key: type(DEFAULTS[key])(value)}

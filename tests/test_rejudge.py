@@ -1,5 +1,5 @@
-"""bench/rejudge_replay.py: detect options are checked by name and type, and a changed option never
-outlives its judgement (the next setting, or the defaults row, must not inherit it)."""
+"""bench/rejudge_replay.py: detect options are checked by name and type, and a setting is given to
+that judgement only (the next setting, or the defaults row, must not inherit it)."""
 import argparse
 import sys
 from pathlib import Path
@@ -23,16 +23,19 @@ def test_a_setting_is_a_known_option_with_its_type():
         rejudge_replay.parse_set('window=ten')
 
 
-def test_options_are_restored_after_a_judgement_even_one_that_fails(tmp_path, monkeypatch):
+def test_a_setting_reaches_detect_and_never_its_defaults(tmp_path, monkeypatch):
     before = dict(options.DEFAULTS)
-    import postprocess.cli
+    seen = []
+    monkeypatch.setattr(rejudge_replay.inputs, 'load_history', lambda args: 'history')
 
-    def boom(argv):
-        assert options.DEFAULTS['alpha_system'] == 0.5      # the setting is in force inside
-        raise RuntimeError('detect failed')
-    monkeypatch.setattr(postprocess.cli, 'main', boom)
-    with pytest.raises(RuntimeError):
-        rejudge_replay.flags_by_night(tmp_path, {'alpha_system': 0.5})
+    def judge(history, **opts):
+        seen.append(opts)
+        assert options.DEFAULTS == before                     # the setting goes to this call only
+        return [{'night': '2026-01-02', 'status': 'regression'}, {'night': '2026-01-01', 'status': 'ok'}]
+    monkeypatch.setattr(rejudge_replay, 'detect', judge)
+    flags = rejudge_replay.flags_by_night(tmp_path, {'alpha_system': 0.5})
+    assert seen == [{'alpha_system': 0.5}]
+    assert [(n, len(f)) for n, f in flags] == [('2026-01-01', 0), ('2026-01-02', 1)]
     assert options.DEFAULTS == before
 
 
