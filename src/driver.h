@@ -65,6 +65,13 @@ const char *iob_fs_type(const char *dir);
 
 /* result.c: the JSON document (rank 0). */
 void iob_result_json(const iob_ctx *c, const iob_result *res, iob_json *j);
+
+/* The error-path watchdog (watchdog.c): init reads IOBENCH_HANG_S (IOB_BADINPUT on a bad value); arm
+ * starts the clock on this rank's first failure; update re-renders rank 0's failed document once the
+ * agreed error is known, so a run that hangs still leaves it. */
+int iob_watchdog_init(iob_ctx *c, iob_result *res);
+void iob_watchdog_arm(iob_ctx *c, const iob_backend *be);
+void iob_watchdog_update(iob_ctx *c);
 void iob_json_free(iob_json *j);
 
 /* pattern_run.c: one repetition of a self-timed pattern (iob_pattern.run); raw member splice. */

@@ -1,6 +1,5 @@
 /* iobench driver: validate, then per repetition time write and read (barrier -> open -> access -> sync ->
  * close -> barrier, max over ranks), defeat the page cache between them, verify, delete, report JSON. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,49 +8,23 @@
 #include <unistd.h>
 #include "driver.h"
 
-/* Watchdog for the error path: after a failure a library may leave some rank stuck inside a collective
- * call (e.g. HDF5 when only some ranks hit ENOSPC). If the error path has not finished within
- * HANG_S seconds, this rank removes its data files (unless --keep), says why and exits 1; mpirun then
- * ends the job. Only async-signal-safe calls in the handler. */
-#define HANG_S 60
-static char hang_paths[IOB_MAXFILES][4096], hang_msg[256];
-static int hang_npaths, opened_now; /* opened_now: this rank holds an open backend handle */
-
-static void hang_handler(int sig)
-{
-    for (int i = 0; i < hang_npaths; i++)
-        iob_remove_tree_sigsafe(AT_FDCWD, hang_paths[i], 0); /* files and .bp directories */
-    ssize_t w = write(2, hang_msg, strlen(hang_msg));
-    (void)w;
-    _exit(IOB_FAIL);
-}
-
-static void arm_watchdog(const iob_ctx *c, const iob_backend *be)
-{
-    static int armed;
-    if (armed++)
-        return;
-    hang_npaths = c->opt->keep || !be ? 0 : be->files(c, hang_paths, IOB_MAXFILES);
-    snprintf(hang_msg, sizeof hang_msg, "iobench: rank %d: error path did not complete within %d s (a rank is "
-             "stuck in a collective call after the failure); exiting\n", c->rank, HANG_S);
-    signal(SIGALRM, hang_handler);
-    alarm(HANG_S);
-}
+static int opened_now; /* this rank holds an open backend handle */
 static const iob_backend *cur_be;
 
 /* All ranks learn whether any failed; the lowest failing rank's message is broadcast. */
 static int agree(iob_ctx *c, int failed)
 {
     if (failed)
-        arm_watchdog(c, cur_be);
+        iob_watchdog_arm(c, cur_be);
     int src = failed ? c->rank : c->nranks, min = 0;
     MPI_Allreduce(&src, &min, 1, MPI_INT, MPI_MIN, c->comm);
     if (min == c->nranks)
         return 0;
-    arm_watchdog(c, cur_be);
+    iob_watchdog_arm(c, cur_be);
     if (failed)
         fprintf(stderr, "iobench: rank %d: %s\n", c->rank, c->errmsg);
     MPI_Bcast(c->errmsg, IOB_ERRLEN, MPI_CHAR, min, c->comm);
+    iob_watchdog_update(c); /* the agreed error, for the document a hang would leave */
     return 1;
 }
 
@@ -89,7 +62,7 @@ static int run_phase(iob_ctx *c, const iob_backend *be, int writing, iob_phase *
         if (c->barriers && agree(c, rc))
             return IOB_FAIL;
         if (rc != IOB_OK)
-            arm_watchdog(c, be);
+            iob_watchdog_arm(c, be);
         a = MPI_Wtime();
         int crc = be->close(c);
         t[3] = MPI_Wtime() - a;
@@ -264,6 +237,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(c->comm, &c->nranks);
     snprintf(c->sync_method, sizeof c->sync_method, "none");
 
+    if (iob_watchdog_init(c, &res) != IOB_OK) {
+        MPI_Finalize();
+        return IOB_BADINPUT;
+    }
     int rc = iob_parse_options(argc, argv, &opt, c->nranks, c->rank == 0 ? stdout : NULL, err, sizeof err);
     if (rc != IOB_OK) {
         if (rc == IOB_BADINPUT && c->rank == 0)

@@ -121,3 +121,60 @@ def test_disk_full(backend, mode, tiny_tmpfs, run_iobench, iobench_backends):
     text = json.dumps(doc)
     assert "bw_MiBps" not in text and "access_bw_MiBps" not in text
     assert list(tiny_tmpfs.iterdir()) == [], "data files of a failed run must be removed"
+
+
+# Rank 0's write fails (MPI_ERR_IO) and its MPI_File_close never returns, as a library left stuck in a
+# collective call after a failure does; rank 1 then waits in its own (collective) close forever.
+HANG_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+static int rank0(void) { const char *r = getenv("OMPI_COMM_WORLD_RANK"); return r && atoi(r) == 0; }
+int MPI_File_write(void *fh, const void *buf, int n, void *type, void *st)
+{
+    int (*real)(void *, const void *, int, void *, void *) = dlsym(RTLD_NEXT, "MPI_File_write");
+    return rank0() ? 35 /* MPI_ERR_IO */ : real(fh, buf, n, type, st);
+}
+int MPI_File_close(void *fh)
+{
+    int (*real)(void *) = dlsym(RTLD_NEXT, "MPI_File_close");
+    if (rank0())
+        for (;;)
+            pause();
+    return real(fh);
+}
+"""
+
+
+def test_a_hung_error_path_still_leaves_the_failed_document(run_iobench, iobench_backends, tmp_path):
+    """The watchdog's exit (IOBENCH_HANG_S) prints and writes rank 0's failed document, with the error
+    and the hang both said, and removes the data files: a hung run is not a run without a result."""
+    from preload import build_preload
+    if "mpiio" not in iobench_backends:
+        pytest.skip("mpiio not compiled in")
+    shim = build_preload(tmp_path, "hang", HANG_SHIM)
+    data = tmp_path / "data"
+    data.mkdir()
+    out = tmp_path / "result.json"
+    proc, doc = run_iobench(["--backend", "mpiio", "--mode", "independent", "--size", 32, "--dir", data,
+                             "--json", out], timeout=120, env={"LD_PRELOAD": shim, "IOBENCH_HANG_S": "3"})
+    assert proc.returncode == 1, proc.stderr
+    assert doc is not None, f"no document on stdout; stderr:\n{proc.stderr}"
+    assert doc["status"] == "failed"
+    assert "MPI_ERR_IO" in doc["error"] and "did not complete within 3 s" in doc["error"], doc["error"]
+    assert json.loads(out.read_text()) == doc
+    assert "bw_MiBps" not in json.dumps(doc)
+    lines = [line for line in own_lines(proc.stderr) if line.startswith("iobench: rank 0:")]
+    assert lines and "MPI_ERR_IO" in lines[0] and "within 3 s" in lines[0], proc.stderr
+    assert list(data.iterdir()) == [], "data files of a hung run must be removed"
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "1e3", "999999"])
+def test_bad_hang_seconds_is_bad_input(value, run_iobench, tmp_path):
+    proc, doc = run_iobench(["--backend", "posix", "--dir", tmp_path],
+                            env=dict(BAD_INPUT_ENV, IOBENCH_HANG_S=value))
+    assert proc.returncode == 2 and doc is None
+    lines = own_lines(proc.stderr)
+    assert len(lines) == 1 and f"'{value}'" in lines[0] and "IOBENCH_HANG_S" in lines[0], proc.stderr
+    assert list(tmp_path.iterdir()) == []
