@@ -24,6 +24,7 @@ flagged); 14 nights x 2 runs with 4 scenarios and the short replay: 44 nightly r
 import argparse
 import json
 import math
+import os
 import statistics
 import shutil
 import sys
@@ -249,6 +250,8 @@ def main(argv=None):
                     help="what each fault did to a replayed run's measurements (OUT/runN)")
     ap.add_argument('--resume', action='store_true',
                     help="keep the clean nights already in --out's trees, run the scenarios again")
+    ap.add_argument('--scratch', metavar='DIR',
+                    help='data files here ($IOREGRESS_SCRATCH), e.g. a journaled filesystem (docs/replays.md)')
     args = ap.parse_args(argv)
     if args.summarize:
         doc = json.loads(Path(args.summarize).read_text())
@@ -262,11 +265,18 @@ def main(argv=None):
     if bad or args.nights < JUDGED_FROM + 3 or (args.short and not JUDGED_FROM + 3 <= args.short <= args.nights):
         print(f"real_replay: error: bad scenario or night count '{bad or args.nights}'", file=sys.stderr)
         return 2
+    if args.scratch and not (Path(args.scratch).is_dir() and os.access(args.scratch, os.W_OK)):
+        print(f"real_replay: error: --scratch is not a writable directory '{args.scratch}'", file=sys.stderr)
+        return 2
+    if args.scratch:
+        os.environ['IOREGRESS_SCRATCH'] = str(Path(args.scratch).resolve())
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     lib = nights.build_fault_lib(out)
     doc = {'nights': args.nights, 'short': args.short, 'scenarios': scenarios, 'runs': [],
-           'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}
+           'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+           'scratch': nights.describe_fs(os.environ.get('IOREGRESS_SCRATCH') or str(out))}
+    print(f"data files on {doc['scratch']}", flush=True)
     def save(records):
         if args.json:
             Path(args.json).write_text(json.dumps(dict(doc, runs=doc['runs'] + [records]), indent=1))
