@@ -68,10 +68,11 @@ void iob_result_json(const iob_ctx *c, const iob_result *res, iob_json *j);
 
 /* The error-path watchdog (watchdog.c): init reads IOBENCH_HANG_S (IOB_BADINPUT on a bad value); arm
  * starts the clock on this rank's first failure; update re-renders rank 0's failed document once the
- * agreed error is known, so a run that hangs still leaves it. */
+ * agreed error is known, so a run that hangs still leaves it; reported: rank 0 emitted it itself. */
 int iob_watchdog_init(iob_ctx *c, iob_result *res);
 void iob_watchdog_arm(iob_ctx *c, const iob_backend *be);
 void iob_watchdog_update(iob_ctx *c);
+void iob_watchdog_reported(void);
 void iob_json_free(iob_json *j);
 
 /* pattern_run.c: one repetition of a self-timed pattern (iob_pattern.run); raw member splice. */

@@ -206,6 +206,7 @@ static void emit(const iob_ctx *c, const iob_result *res)
 {
     if (c->rank != 0)
         return;
+    iob_watchdog_reported();
     iob_json j = {0};
     iob_result_json(c, res, &j);
     if (!c->opt->quiet) {

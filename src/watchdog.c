@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "driver.h"
 
-static int hang_s = 60, armed;
+static int hang_s = 60, armed, reported;
 static char hang_paths[IOB_MAXFILES][4096], hang_msg[IOB_ERRLEN + 256], json_path[4096], json_tmp[4200];
 static char *volatile hang_doc;      /* rank 0: the failed document, replaced as more is known */
 static size_t hang_doc_len;
@@ -74,7 +74,7 @@ static void hang_handler(int sig)
  * broadcast) and the hang said after it. Called again whenever the error becomes known. */
 void iob_watchdog_update(iob_ctx *c)
 {
-    if (!armed || c->rank != 0 || !run_res)
+    if (!armed || reported || c->rank != 0 || !run_res)
         return;
     static char saved[IOB_ERRLEN];
     memcpy(saved, c->errmsg, IOB_ERRLEN);
@@ -102,6 +102,20 @@ void iob_watchdog_update(iob_ctx *c)
     sigprocmask(SIG_BLOCK, &block, &old);
     char *prev = hang_doc;
     hang_doc = doc, hang_doc_len = len + 1;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    free(prev);
+}
+
+/* Rank 0 has emitted the document itself (the failure path reports before it releases the library):
+ * a hang after that must not print a second one. */
+void iob_watchdog_reported(void)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGALRM);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    char *prev = hang_doc;
+    hang_doc = NULL, reported = 1;
     sigprocmask(SIG_SETMASK, &old, NULL);
     free(prev);
 }

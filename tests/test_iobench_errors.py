@@ -181,3 +181,24 @@ def test_bad_hang_seconds_is_bad_input(value, run_iobench, tmp_path):
     lines = own_lines(proc.stderr)
     assert len(lines) == 1 and f"'{value}'" in lines[0] and "IOBENCH_HANG_S" in lines[0], proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_hang_after_the_document_was_emitted_does_not_print_a_second(run_iobench, iobench_backends, tmp_path):
+    """With barriers=1 the failure is agreed inside the span, so the failure path emits the document
+    and then releases the library, whose close hangs: the watchdog ends the run without a second
+    document on stdout, and says the hang on stderr."""
+    from preload import build_preload
+    if "mpiio" not in iobench_backends:
+        pytest.skip("mpiio not compiled in")
+    shim = build_preload(tmp_path, "hang", HANG_SHIM)
+    data = tmp_path / "data"
+    data.mkdir()
+    proc, doc = run_iobench(["--backend", "mpiio", "--mode", "independent", "--size", 32, "--dir", data,
+                             "--param", "barriers=1"], timeout=120,
+                            env={"LD_PRELOAD": shim, "IOBENCH_HANG_S": "3"})
+    assert proc.returncode == 1, proc.stderr
+    assert doc is not None, f"stdout is not one document:\n{proc.stdout}"
+    assert doc["status"] == "failed" and "MPI_ERR_IO" in doc["error"]
+    assert "did not complete" not in doc["error"]
+    assert any("within 3 s" in line for line in own_lines(proc.stderr)), proc.stderr
+    assert list(data.iterdir()) == []
