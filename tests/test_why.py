@@ -35,6 +35,23 @@ def test_probe_runs_in_a_shell_and_parses(tmp_path):
     assert got['df']['used'].endswith('%') and got['df']['size_kib'] > 0
     assert got['mount']['target'] and got['mount']['options']
     assert got['env'] == {'HOME': '/root', 'IOREGRESS_UNSET_X': ''}
+    src = Path(got['mount']['source']).name
+    task = Path(f'/sys/fs/ext4/{src}/journal_task')
+    if task.exists():   # ext4: the journal is recorded, as the kernel says it
+        want = 'none' if task.read_text().strip() == '<none>' else 'yes'
+        assert got['mount']['journal'] == want
+    else:
+        assert 'journal' not in got['mount']
+
+
+def test_an_ext4_journal_change_is_named_by_why():
+    mount = {'target': '/', 'fstype': 'ext4', 'source': '/dev/vda', 'options': 'rw'}
+    text = ('mount\t/ ext4 /dev/vda rw\njournal\t<none>\n')
+    assert machine.parse_probe(text)['mount'] == dict(mount, journal='none')
+    assert machine.parse_probe('mount\t/ ext4 /dev/vda rw\njournal\t6765\n')['mount']['journal'] == 'yes'
+    before = [{'machine': {'mount': dict(mount, journal='yes')}}]
+    after = [{'machine': {'mount': dict(mount, journal='none')}}]
+    assert 'ext4 journal yes → none' in provenance.changes(before, after)
 
 
 def test_lfs_df_summary():

@@ -14,7 +14,7 @@ LIBRARY = {'hdf5': 'HDF5', 'mpi': 'MPI', 'adios2': 'ADIOS2', 'sionlib': 'SIONlib
            'iobench': 'iobench', 'darshan': 'Darshan', 'fio': 'fio'}
 # first in a sentence: what most often explains a change
 ORDER = ('HDF5', 'MPI', 'ADIOS2', 'SIONlib', 'iobench', 'compiler', 'kernel', 'Lustre client',
-         'filesystem', 'mount options', 'stripe layout', 'Spack lock', 'nodes')
+         'filesystem', 'mount options', 'ext4 journal', 'stripe layout', 'Spack lock', 'nodes')
 MAX_VALUE = 80
 
 
@@ -45,6 +45,8 @@ def facts(prov):
         out['filesystem'] = _short(f'{mount["fstype"]} {mount.get("source", "")}'.strip())
     if mount.get('options'):
         out['mount options'] = _short(mount['options'])
+    if mount.get('journal'):
+        out['ext4 journal'] = mount['journal']
     if machine.get('nodelist'):
         out['nodes'] = _short(','.join(map(str, machine['nodelist'])))
     for name, value in sorted((machine.get('env') or {}).items()):

@@ -5,7 +5,8 @@ can say what changed since the last good one (postprocess/why/):
 
 * on the compute node, in the job script right before iobench (a few shell commands into
   ``machine.txt``, never failing the job): the kernel (``uname -r``), the load average, the
-  filesystem of the data directory (``findmnt``: mount point, type, options; ``df``: fullness),
+  filesystem of the data directory (``findmnt``: mount point, type, options; for ext4 whether it
+  has a journal; ``df``: fullness),
   the Lustre client version and ``lfs df`` of the mount on ``+lustre``, and the environment
   variables the system configuration names in the partition's extras ``provenance_env``;
 * on the frontend: the job's node list (ReFrame's ``job.nodelist``), the number of other jobs
@@ -34,7 +35,10 @@ def probe_commands(run_dir, env_names=(), lustre=False, lfs='lfs'):
              f'printf "kernel\\t%s\\n" "$(uname -r)" {rec}',
              f'printf "load\\t%s\\n" "$(cut -d" " -f1-3 /proc/loadavg)" {rec}',
              f'printf "mount\\t%s\\n" "$(findmnt -n -o TARGET,FSTYPE,SOURCE,OPTIONS -T {d})" {rec}',
-             f'printf "df\\t%s\\n" "$(df -Pk {d} | tail -n 1)" {rec}']
+             f'printf "df\\t%s\\n" "$(df -Pk {d} | tail -n 1)" {rec}',
+             # ext4 without a journal skips recently freed inodes at create time (docs/replays.md)
+             f'j=/sys/fs/ext4/$(basename "$(findmnt -n -o SOURCE -T {d})")/journal_task',
+             f'[ -r "$j" ] && printf "journal\\t%s\\n" "$(cat "$j")" {rec}']
     if lustre:
         lines += [f'printf "lustre_client\\t%s\\n" "$(lctl get_param -n version 2>/dev/null '
                   f'| head -n 1 || cat /sys/fs/lustre/version)" {rec}',
@@ -72,6 +76,9 @@ def parse_probe(text):
         elif key == 'mount':
             parts = value.split(None, 3)
             out['mount'] = dict(zip(('target', 'fstype', 'source', 'options'), parts))
+        elif key == 'journal':   # ext4's journal_task: "<none>", or the pid of its jbd2 thread
+            journal = 'none' if value == '<none>' else 'yes'
+            out.setdefault('mount', {})['journal'] = journal
         else:
             out[key] = value
     if env:
