@@ -320,35 +320,3 @@ def test_since_reaches_back_to_an_unreproduced_night_that_already_sat_at_the_new
     # change starts where the level stayed down
     f = judged(drop_from(12, burst=10), unconfirmed_night=10)
     assert f['since'] == night_of(12)
-
-
-def test_a_series_that_does_not_follow_the_common_factor_is_judged_without_it():
-    """Real clean nights: the bandwidth checks' common factor wanders ~7 % here, and MDEmptyFiles'
-    creates and opens hardly follow it (Theil-Sen slopes 0.1-0.3, runs 11 and 12). Removing the
-    whole factor from such a series adds the factor's wander to it; its loading removes only what
-    it follows. A 20 % drop of that series on a night every bandwidth check runs 12 % slower is
-    found; with the whole factor removed (loading_nights beyond the history) the machine's -12 %
-    is taken off its -20 %, and it is not."""
-    rng = np.random.default_rng(8)
-    state = {n: float(np.exp(rng.normal(0, 0.08))) for n in range(14)}
-    state[13] = 0.88
-
-    def factor(n, c, phase):
-        if c == 0:
-            return 1.0                                   # fio: the filesystem, steady
-        if c == 12:                                      # metadata-only: its own pace
-            return 0.8 if (n == 13 and phase == 'read') else 1.0
-        return state[n]
-
-    history = History(runs_for(range(14), checks=12, reps=5, cv=0.04, seed=3, factor=factor))
-
-    def md_read(**options):
-        return next(f for f in detect(history, latest_only=True, **options)
-                    if f['check'] == 'Sim %id=12' and f['phase'] == 'read')
-    with_loading = md_read()
-    assert with_loading['status'] == 'regression' and with_loading['change'] < -0.15
-    whole = md_read(loading_nights=99)
-    assert whole['status'] != 'regression' and whole['change'] > -0.15
-    # a check that follows the factor is still judged after all of it: no series flag
-    assert not any(f['status'] == 'regression' and f.get('scope') == 'series' and f['check'] != 'Sim %id=12'
-                   for f in detect(history, latest_only=True))

@@ -22,7 +22,6 @@ in one family per night for the factors and one for the groups; the confirmation
 import math
 
 import numpy as np
-from scipy import stats
 
 from postprocess.common.findings import group_keys
 from postprocess.common.stats import holm, median_polish
@@ -73,22 +72,6 @@ def polish_factor(rows, span, nights, opt, carry):
         # too few series that night: the nearest earlier night's factor
         last = c[u] = float(cols[i]) if counts[i] >= opt['min_common'] else last
     return c, {u: c[u] for i, u in enumerate(span) if counts[i] >= opt['min_common']}
-
-
-def loading(tr, c, t, min_nights):
-    """How much of the common factor c series ``tr`` follows: 1 (all of it), unless its levels over
-    its nights before ``t`` outside a detected change (at least ``min_nights``) show a Theil-Sen
-    slope on c whose 90 % interval lies below 1; then that slope, clipped to [0, 1]. The factor
-    is the bandwidth checks' machine state; a metadata-only series (MDEmptyFiles' creates and
-    opens) hardly follows it here: slopes 0.1-0.3 over real clean nights, and removing all of the
-    factor doubled its night-to-night spread (docs/verdicts.md, run 12). A series that follows it
-    keeps 1, as a loose slope from a few quiet nights would only add noise."""
-    us = [u for u in c if u < t and u in tr.y and u not in tr.excluded and math.isfinite(c[u])]
-    x = [c[u] for u in us]
-    if len(us) < min_nights or max(x) - min(x) < 1e-9:
-        return 1.0
-    slope, _, _, high = stats.theilslopes([tr.y[u] for u in us], x, alpha=0.90)
-    return min(1.0, max(0.0, float(slope))) if high < 1.0 else 1.0
 
 
 def group_levels(trs, c, span):

@@ -12,8 +12,7 @@ Per system, nights in order (a night = every session of the system that started 
    ONE finding, ``stack`` when fio stayed, ``system`` when fio moved with it (beyond its own
    night-to-night spread: one-sided p < ``alpha_fio``). The checks of one
    library or check family are one more level each (``group``). Series are judged on their
-   residual r = level - beta c (fio on its own level), beta the share of c the series has
-   followed over at least ``loading_nights`` clean nights (Theil-Sen, in [0, 1]; else 1).
+   residual r = level - c (fio on its own level).
 3. Evidence. A series' residual tonight, pooled with the consecutive nights just before it that
    were already suspect (same sign, |z| >= ``suspect_z``, up to ``pool_nights`` in all: a window
    fixed by that rule, one test per series), against the robust level (Hodges-Lehmann) of its
@@ -51,10 +50,9 @@ from postprocess.detect.outliers import OUTLIER_K, outlier_indices
 from postprocess.history.perflog import PHASES
 
 
-def _system_levels(members, c, baseline, t, min_nights):
-    """Residual levels of each track: {track: {night: level - beta x common factor}}, beta the
-    share of the factor the track follows (factors.loading); nights without a factor (outside
-    tonight's span) keep their level, and so does fio (``baseline``) always."""
+def _system_levels(members, c, baseline):
+    """Residual levels of each track: {track: {night: level - common factor}}; nights without a
+    factor (outside tonight's span) keep their level, and so does fio (``baseline``) always."""
     shifts = [(u, cu) for u, cu in c.items() if math.isfinite(cu)]
     gone = [u for u, cu in c.items() if not math.isfinite(cu)]
     out = {}
@@ -62,8 +60,7 @@ def _system_levels(members, c, baseline, t, min_nights):
         y = tr.y
         lv = dict(y)                # a C-level copy, then the few nights the factor covers
         if tr not in baseline:
-            beta = factors.loading(tr, c, t, min_nights)
-            lv.update({u: y[u] - beta * cu for u, cu in shifts if u in y})
+            lv.update({u: y[u] - cu for u, cu in shifts if u in y})
         for u in gone:
             lv.pop(u, None)
         out[tr] = lv
@@ -218,7 +215,7 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
             within_noise(night, present, span)
             carry = None if (g[0], PHASES[g[1]]) in estimate_factor else carry_night
             c, sys_levels = many.common_factor(members, span, nights, carry)
-            levels = _system_levels(present, c, many.baseline, t, opt['loading_nights'])
+            levels = _system_levels(present, c, many.baseline)
             night_spread(night, present, levels)
             many_tests += many.judge(g, members, present, t, span, nights, night, carry, c,
                                      sys_levels)
