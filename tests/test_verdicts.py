@@ -293,30 +293,3 @@ def test_verdict_bad_input_one_line_exit_2_nothing_written(tmp_path, args, words
     assert proc.returncode == 2 and proc.stderr.count('\n') == 1, proc.stderr
     assert words.replace('{t}', str(tmp_path)) in proc.stderr and 'Traceback' not in proc.stderr
     assert not (tmp_path / 'v.json').exists()
-
-
-def test_since_reaches_back_to_an_unreproduced_night_that_already_sat_at_the_new_level():
-    """Run 12 of the real replay: the first slowed night's flag was not reproduced by its re-run (a
-    few checks, another context), the second night's was. `since` names the first night, whose
-    nightly level already sat at the new level; a burst before a real change does not move it."""
-    def drop_from(first, burst=None):
-        def factor(n, c, phase):
-            if phase != 'write' or c != 9:
-                return 1.0
-            return 0.7 if n >= first else (0.6 if n == burst else 1.0)
-        return factor
-
-    def judged(factor, unconfirmed_night):
-        history = History(runs_for(range(13), seed=21, factor=factor))
-        key = next((f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase'])
-                   for f in detect(history, latest_only=True)
-                   if f['check'] == 'Sim %id=9' and f['phase'] == 'write')
-        found = detect(history, latest_only=True, unconfirmed={key: {night_of(unconfirmed_night)}})
-        return next(f for f in found if f['check'] == 'Sim %id=9' and f['phase'] == 'write')
-
-    f = judged(drop_from(11), unconfirmed_night=11)
-    assert (f['status'], f['since']) == ('regression', night_of(11))
-    # the unreproduced night was a burst, the level back to the old one the night after it: the
-    # change starts where the level stayed down
-    f = judged(drop_from(12, burst=10), unconfirmed_night=10)
-    assert f['since'] == night_of(12)

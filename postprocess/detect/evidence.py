@@ -30,19 +30,7 @@ class Track:
         """A change detected on night ``t``: its start (change points, within the test's window
         from ``window_start``), and its nights kept out of the history from now on."""
         self.direction = direction
-        since = change_start(levels, t, direction, window_start)
-        # The night just before, flagged the same way but not reproduced by its re-run, whose own
-        # level already sat nearer the new level than the old: the change began there (a re-run
-        # of a few checks is not the nightly's context and can miss it; docs/replays.md, run 12).
-        new = float(np.mean([levels[u] for u in levels if since <= u <= t]))
-        prior = sorted(u for u in levels if u < since)
-        while prior and prior[-1] in self.unconfirmed and direction * self.z.get(prior[-1], 0.0) > 0:
-            u = prior.pop()
-            old = [levels[v] for v in prior if v not in self.excluded and v not in self.unconfirmed]
-            if len(old) < 3 or abs(levels[u] - new) >= abs(levels[u] - float(np.median(old))):
-                break
-            since = u
-        self.since = since
+        self.since = change_start(levels, t, direction, window_start)
         self.excluded.update(u for u in levels if self.since <= u <= t)
         return self.since
 
