@@ -204,9 +204,9 @@ static void describe_run(iob_ctx *c, iob_result *res, int ppn)
 
 static void emit(const iob_ctx *c, const iob_result *res)
 {
+    iob_watchdog_reported(); /* every rank: the document is out */
     if (c->rank != 0)
         return;
-    iob_watchdog_reported();
     iob_json j = {0};
     iob_result_json(c, res, &j);
     if (!c->opt->quiet) {

@@ -1,15 +1,19 @@
 /* Watchdog for the error path: after a failure a library may leave some rank stuck inside a collective
  * call (e.g. HDF5 when only some ranks hit ENOSPC). If the error path has not finished within
- * IOBENCH_HANG_S seconds (default 60), this rank removes its data files (unless --keep), says why and
- * exits 1; mpirun then ends the job. Rank 0 also writes the failed result document, rendered ahead of
- * time with the error known so far, so a hung run still leaves its JSON (stdout and --json), as any
- * other failed run does. Only async-signal-safe calls in the handler. */
+ * IOBENCH_HANG_S seconds (default 60), this rank removes its data files (unless --keep), says why,
+ * writes the failed result document (rendered ahead of time with the error known so far; stdout and
+ * --json) and exits 1; mpirun then ends the job. So a hung run still leaves its JSON, as any other
+ * failed run does. Rank 0 writes at once; another rank first waits its rank number of seconds (at
+ * most 30): when rank 0 (or a lower rank) writes, mpirun ends this one before it does, and when rank
+ * 0 is the one stuck in a collective call, never armed, the lowest armed rank writes (hosts and files
+ * are then its own). Only async-signal-safe calls in the handler. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "driver.h"
 
@@ -17,7 +21,7 @@ static int hang_s = 60, armed, reported;
 static char hang_paths[IOB_MAXFILES][4096], hang_msg[IOB_ERRLEN + 256], json_path[4096], json_tmp[4200];
 static char *volatile hang_doc;      /* rank 0: the failed document, replaced as more is known */
 static size_t hang_doc_len;
-static int to_stdout;
+static int to_stdout, rank_;
 static iob_result *run_res;
 
 int iob_watchdog_init(iob_ctx *c, iob_result *res)
@@ -54,6 +58,10 @@ static void hang_handler(int sig)
     for (int i = 0; i < IOB_MAXFILES && hang_paths[i][0]; i++)
         iob_remove_tree_sigsafe(AT_FDCWD, hang_paths[i], 0); /* files and .bp directories */
     char *doc = hang_doc;
+    if (doc && rank_ > 0) {
+        struct timespec grace = {rank_ < 30 ? rank_ : 30, 0};
+        while (nanosleep(&grace, &grace) == -1 && errno == EINTR) {}
+    }
     if (doc) {
         if (to_stdout)
             write_all(1, doc, hang_doc_len);
@@ -70,12 +78,17 @@ static void hang_handler(int sig)
     _exit(IOB_FAIL);
 }
 
-/* Rank 0: render the failed document with the error known now (its own, or the agreed one once
- * broadcast) and the hang said after it. Called again whenever the error becomes known. */
+/* Render the failed document with the error known now (its own, or the agreed one once broadcast)
+ * and the hang said after it. Called again whenever the error becomes known. */
 void iob_watchdog_update(iob_ctx *c)
 {
-    if (!armed || reported || c->rank != 0 || !run_res)
+    if (!armed || reported || !run_res)
         return;
+    if (!run_res->hosts[0]) { /* the hosts are gathered on rank 0 only: this rank's own */
+        int len;
+        MPI_Get_processor_name(run_res->hosts, &len);
+        strcat(run_res->hosts, "\n");
+    }
     static char saved[IOB_ERRLEN];
     memcpy(saved, c->errmsg, IOB_ERRLEN);
     snprintf(c->errmsg, IOB_ERRLEN, "%.700s; then the error path did not complete within %d s (a rank stuck in a "
@@ -106,8 +119,8 @@ void iob_watchdog_update(iob_ctx *c)
     free(prev);
 }
 
-/* Rank 0 has emitted the document itself (the failure path reports before it releases the library):
- * a hang after that must not print a second one. */
+/* The failure path has emitted the document (rank 0, every rank calls this there, before it
+ * releases the library): a hang after that must not print a second one. */
 void iob_watchdog_reported(void)
 {
     sigset_t block, old;
@@ -130,14 +143,13 @@ void iob_watchdog_arm(iob_ctx *c, const iob_backend *be)
     snprintf(hang_msg, sizeof hang_msg, "iobench: rank %d: %s%serror path did not complete within %d s (a rank "
              "is stuck in a collective call after the failure); exiting\n", c->rank, c->errmsg,
              c->errmsg[0] ? "; then the " : "", hang_s);
-    if (c->rank == 0) {
-        to_stdout = !c->opt->quiet;
-        if (c->opt->json_path) {
-            snprintf(json_path, sizeof json_path, "%s", c->opt->json_path);
-            snprintf(json_tmp, sizeof json_tmp, "%s.tmp", c->opt->json_path);
-        }
-        iob_watchdog_update(c);
+    rank_ = c->rank;
+    to_stdout = !c->opt->quiet;
+    if (c->opt->json_path) {
+        snprintf(json_path, sizeof json_path, "%s", c->opt->json_path);
+        snprintf(json_tmp, sizeof json_tmp, "%s.tmp%d", c->opt->json_path, c->rank);
     }
+    iob_watchdog_update(c);
     signal(SIGALRM, hang_handler);
     alarm((unsigned)hang_s);
 }

@@ -126,14 +126,19 @@ def test_disk_full(backend, mode, tiny_tmpfs, run_iobench, iobench_backends):
     assert list(tiny_tmpfs.iterdir()) == [], "data files of a failed run must be removed"
 
 
-# Rank 0's write fails (MPI_ERR_IO) and its MPI_File_close never returns, as a library left stuck in a
-# collective call after a failure does; rank 1 then waits in its own (collective) close forever.
+# One rank's write fails (MPI_ERR_IO) and its MPI_File_close never returns, as a library left stuck in
+# a collective call after a failure does; the other rank then waits in its own (collective) close
+# forever, its watchdog never armed (it did not fail).
 HANG_SHIM = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <unistd.h>
-static int rank0(void) { const char *r = getenv("OMPI_COMM_WORLD_RANK"); return r && atoi(r) == 0; }
+static int rank0(void)   /* the rank that fails and hangs: HANG_RANK (default 0) */
+{
+    const char *r = getenv("OMPI_COMM_WORLD_RANK"), *h = getenv("HANG_RANK");
+    return r && atoi(r) == (h ? atoi(h) : 0);
+}
 int MPI_File_write(void *fh, const void *buf, int n, void *type, void *st)
 {
     int (*real)(void *, const void *, int, void *, void *) = dlsym(RTLD_NEXT, "MPI_File_write");
@@ -150,9 +155,13 @@ int MPI_File_close(void *fh)
 """
 
 
-def test_a_hung_error_path_still_leaves_the_failed_document(run_iobench, iobench_backends, tmp_path):
-    """The watchdog's exit (IOBENCH_HANG_S) prints and writes rank 0's failed document, with the error
-    and the hang both said, and removes the data files: a hung run is not a run without a result."""
+@pytest.mark.parametrize("hang_rank", ["0", "1"])
+def test_a_hung_error_path_still_leaves_the_failed_document(hang_rank, run_iobench, iobench_backends,
+                                                            tmp_path):
+    """The watchdog's exit (IOBENCH_HANG_S) prints and writes the failed document, with the error and
+    the hang both said, and removes the data files: a hung run is not a run without a result. With
+    rank 1 failing, rank 0 is the one stuck without a watchdog (the CI failure of
+    test_disk_full[hdf5-collective]): rank 1 writes it."""
     from preload import build_preload
     if "mpiio" not in iobench_backends:
         pytest.skip("mpiio not compiled in")
@@ -161,14 +170,15 @@ def test_a_hung_error_path_still_leaves_the_failed_document(run_iobench, iobench
     data.mkdir()
     out = tmp_path / "result.json"
     proc, doc = run_iobench(["--backend", "mpiio", "--mode", "independent", "--size", 32, "--dir", data,
-                             "--json", out], timeout=120, env={"LD_PRELOAD": shim, "IOBENCH_HANG_S": "3"})
+                             "--json", out], timeout=120,
+                            env={"LD_PRELOAD": shim, "IOBENCH_HANG_S": "3", "HANG_RANK": hang_rank})
     assert proc.returncode == 1, proc.stderr
     assert doc is not None, f"no document on stdout; stderr:\n{proc.stderr}"
     assert doc["status"] == "failed"
     assert "MPI_ERR_IO" in doc["error"] and "did not complete within 3 s" in doc["error"], doc["error"]
     assert json.loads(out.read_text()) == doc
     assert "bw_MiBps" not in json.dumps(doc)
-    lines = [line for line in own_lines(proc.stderr) if line.startswith("iobench: rank 0:")]
+    lines = [line for line in own_lines(proc.stderr) if line.startswith(f"iobench: rank {hang_rank}:")]
     assert lines and "MPI_ERR_IO" in lines[0] and "within 3 s" in lines[0], proc.stderr
     assert list(data.iterdir()) == [], "data files of a hung run must be removed"
 
