@@ -67,8 +67,9 @@ const char *iob_fs_type(const char *dir);
 void iob_result_json(const iob_ctx *c, const iob_result *res, iob_json *j);
 
 /* The error-path watchdog (watchdog.c): init reads IOBENCH_HANG_S (IOB_BADINPUT on a bad value); arm
- * starts the clock on this rank's first failure; update re-renders rank 0's failed document once the
- * agreed error is known, so a run that hangs still leaves it; reported: rank 0 emitted it itself. */
+ * starts the clock on this rank's first failure; update re-renders the failed document it would write
+ * once the agreed error is known, so a run that hangs still leaves it; reported: the failure path
+ * emitted the document itself (every rank calls it there). */
 int iob_watchdog_init(iob_ctx *c, iob_result *res);
 void iob_watchdog_arm(iob_ctx *c, const iob_backend *be);
 void iob_watchdog_update(iob_ctx *c);

@@ -19,7 +19,7 @@
 
 static int hang_s = 60, armed, reported;
 static char hang_paths[IOB_MAXFILES][4096], hang_msg[IOB_ERRLEN + 256], json_path[4096], json_tmp[4200];
-static char *volatile hang_doc;      /* rank 0: the failed document, replaced as more is known */
+static char *volatile hang_doc;      /* the failed document, replaced as more is known */
 static size_t hang_doc_len;
 static int to_stdout, rank_;
 static iob_result *run_res;
@@ -78,6 +78,19 @@ static void hang_handler(int sig)
     _exit(IOB_FAIL);
 }
 
+/* Replace the document the handler would write, while the alarm cannot land half-way. */
+static void swap_doc(char *doc, size_t len)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGALRM);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    char *prev = hang_doc;
+    hang_doc = doc, hang_doc_len = len;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    free(prev);
+}
+
 /* Render the failed document with the error known now (its own, or the agreed one once broadcast)
  * and the hang said after it. Called again whenever the error becomes known. */
 void iob_watchdog_update(iob_ctx *c)
@@ -109,28 +122,15 @@ void iob_watchdog_update(iob_ctx *c)
     memcpy(doc, j.buf, len);
     doc[len] = '\n', doc[len + 1] = '\0';
     iob_json_free(&j);
-    sigset_t block, old; /* swap the document while the alarm cannot land half-way */
-    sigemptyset(&block);
-    sigaddset(&block, SIGALRM);
-    sigprocmask(SIG_BLOCK, &block, &old);
-    char *prev = hang_doc;
-    hang_doc = doc, hang_doc_len = len + 1;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    free(prev);
+    swap_doc(doc, len + 1);
 }
 
 /* The failure path has emitted the document (rank 0, every rank calls this there, before it
  * releases the library): a hang after that must not print a second one. */
 void iob_watchdog_reported(void)
 {
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGALRM);
-    sigprocmask(SIG_BLOCK, &block, &old);
-    char *prev = hang_doc;
-    hang_doc = NULL, reported = 1;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    free(prev);
+    reported = 1;
+    swap_doc(NULL, 0);
 }
 
 void iob_watchdog_arm(iob_ctx *c, const iob_backend *be)
