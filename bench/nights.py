@@ -79,11 +79,14 @@ def redate(results, sizes, night):
 def describe_fs(path):
     """The filesystem under ``path``: its device, type and, for ext4, whether it has a journal. ext4
     without one skips inodes freed a short while ago when it allocates (ext4's recently_deleted()), so
-    a create's cost there depends on what was deleted before it (docs/replays.md, run 12)."""
+    a create's cost there depends on what was deleted before it (docs/local-fs.md)."""
     dev = os.stat(path).st_dev
-    name = Path(f'/sys/dev/block/{os.major(dev)}:{os.minor(dev)}').resolve().name
-    fstype = next((line.split()[2] for line in Path('/proc/self/mounts').read_text().splitlines()
-                   if os.path.exists(line.split()[1]) and os.stat(line.split()[1]).st_dev == dev), '?')
+    numbers = f'{os.major(dev)}:{os.minor(dev)}'
+    name = Path(f'/sys/dev/block/{numbers}').resolve().name
+    # mountinfo names each mount's device numbers: no stat of every mount point (a dead NFS mount)
+    fstype = next((line.split(' - ')[1].split()[0] for line in
+                   Path('/proc/self/mountinfo').read_text().splitlines()
+                   if line.split()[2] == numbers), '?')
     task = Path(f'/sys/fs/ext4/{name}/journal_task')
     journal = ('none' if task.read_text().strip() == '<none>' else 'yes') if task.exists() else '?'
     return {'path': str(path), 'device': name, 'fs': fstype, 'journal': journal}

@@ -251,7 +251,7 @@ def main(argv=None):
     ap.add_argument('--resume', action='store_true',
                     help="keep the clean nights already in --out's trees, run the scenarios again")
     ap.add_argument('--scratch', metavar='DIR',
-                    help='data files here ($IOREGRESS_SCRATCH), e.g. a journaled filesystem (docs/replays.md)')
+                    help='data files here ($IOREGRESS_SCRATCH), e.g. a journaled filesystem (docs/local-fs.md)')
     args = ap.parse_args(argv)
     if args.summarize:
         doc = json.loads(Path(args.summarize).read_text())
