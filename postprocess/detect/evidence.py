@@ -223,6 +223,14 @@ def continue_change(track, t, levels, tester, night):
     """An active change: still on (est, z, dof, hist, new) or over (None; its nights stay out)."""
     hist = night.clean_before(track, track.since, levels)
     during = [u for u in sorted(levels) if track.since <= u < t]
+    if track.direction > 0 and len(during) >= night.opt['settle_nights']:
+        # an improvement that held is the machine's level now (a faster filesystem after an
+        # upgrade, a drift up): the nights before it retire, its own nights become the history,
+        # so a later fall back to the old level is a regression, not the end of an improvement
+        track.excluded.update(u for u in levels if u < track.since)
+        track.excluded.difference_update(during)
+        track.since = None
+        return None
     if len(hist) < night.opt['min_nights'] or not during:
         track.since = None
         return None

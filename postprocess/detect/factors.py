@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from postprocess.common.findings import group_keys
+from postprocess.common.units import value_unit
 from postprocess.common.stats import holm, median_polish
 from postprocess.detect.evidence import (Evidence, Track, continue_change, fresh_evidence,
                                          level_var_factor, robust_level, robust_var, t_tails)
@@ -33,6 +34,14 @@ SYSTEM_CHECK = '*'          # check/environ of a finding about many series
 
 def is_baseline_params(params):
     return 'backend=fio' in params.split(',')
+
+
+def is_rate_params(params):
+    """A series that moves no bytes (empty files: operations/s, common/units.py): a metadata
+    server's rate, not a bandwidth. It neither shapes the common bandwidth factor nor is judged
+    after it: it wanders on its own (a loading of 0.1-0.3 on the factor here, docs/verdicts.md),
+    and taking the factor out of it only adds the factor's wander to its own."""
+    return value_unit(params)[1] != 'MiB/s'
 
 
 def measurable(trs, opt, at_least):
@@ -48,7 +57,8 @@ def measurable(trs, opt, at_least):
 
 def plan_groups(members, keys_of, min_group):
     """{group key: [tracks]} for groups of >= min_group series that are not every check."""
-    checks = [tr for tr in members if not is_baseline_params(keys_of(tr)[4])]
+    checks = [tr for tr in members if not is_baseline_params(keys_of(tr)[4])
+              and not is_rate_params(keys_of(tr)[4])]
     groups = {}
     for tr in checks:
         for g in group_keys(keys_of(tr)[4], keys_of(tr)[3]):

@@ -104,13 +104,24 @@ class _Many:
     def __init__(self, groups, history, opt):
         self.history, self.opt = history, opt
         self.keys_of = lambda tr: history.keys[tr.kid]
-        self.baseline = {tr for members in groups.values() for tr in members
-                         if is_baseline_params(self.keys_of(tr)[4])}
+        # judged on their own level, never after the common factor nor shaping it: fio (the
+        # filesystem's reading) and the operation rates of empty files (factors.is_rate_params)
+        self.rates = {tr for members in groups.values() for tr in members
+                      if factors.is_rate_params(self.keys_of(tr)[4])}
+        self.baseline = self.rates | {tr for members in groups.values() for tr in members
+                                      if is_baseline_params(self.keys_of(tr)[4])}
+
         self.factor = {g: factors.new_track(*g) for g in groups}
         self.plans = {g: factors.plan_groups(members, self.keys_of, opt['min_group'])
                       for g, members in groups.items()}
         self.group_track = {(g, k): factors.new_track(g[0], g[1], k)
                             for g, plan in self.plans.items() for k in plan}
+
+    def kinds(self, present):
+        """The series of one partition and phase by kind, each moderated among its own (a
+        rate's noise is not a bandwidth's; a kind of fewer than five keeps its own evidence)."""
+        rates = [tr for tr in present if tr in self.rates]
+        return [kind for kind in (rates, [tr for tr in present if tr not in self.rates]) if kind]
 
     def common_factor(self, members, span, nights, carry):
         """The common factor of one partition and phase: (c, nights it was estimated on)."""
@@ -212,11 +223,13 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
             present = [tr for tr in members if t in tr.y]
             if not present:
                 continue
-            within_noise(night, present, span)
+            for kind in many.kinds(present):
+                within_noise(night, kind, span)
             carry = None if (g[0], PHASES[g[1]]) in estimate_factor else carry_night
             c, sys_levels = many.common_factor(members, span, nights, carry)
             levels = _system_levels(present, c, many.baseline)
-            night_spread(night, present, levels)
+            for kind in many.kinds(present):
+                night_spread(night, kind, levels)
             many_tests += many.judge(g, members, present, t, span, nights, night, carry, c,
                                      sys_levels)
             group_fresh = []
@@ -251,12 +264,15 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
                 res['levels'] = lv
                 group_fresh.append((tr, res))
             # Empirical null: a big group's own spread of single-night z (after the common
-            # factor) shows when the noise model is too optimistic; widen, never narrow.
-            if len(group_fresh) >= opt['empirical_null_min']:
-                zs = np.array([tr.z[t] for tr, _ in group_fresh])
+            # factor) shows when the noise model of the residuals is too optimistic; widen,
+            # never narrow. Series judged on their own level (fio, operation rates) follow
+            # another model: neither counted nor widened.
+            after = [(tr, res) for tr, res in group_fresh if tr not in many.baseline]
+            if len(after) >= opt['empirical_null_min']:
+                zs = np.array([tr.z[t] for tr, _ in after])
                 s0 = mad_sd(zs)
                 if s0 > 1.0:
-                    for _, res in group_fresh:
+                    for _, res in after:
                         res['z'] /= s0
                         res['z_own'] /= s0
             fresh += group_fresh
@@ -267,21 +283,30 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
             status = ('regression' if tr.direction < 0 else 'improvement') if kept else 'ok'
             out.append(_finding(tr, t, status, est, z, p, nights[tr.since], hist, history, nights,
                                 'series'))
-        if fresh:
-            out += _screen(fresh, t, nights, history, opt)
+        # two families: the bandwidths at ``alpha``, and the operation rates (a metadata
+        # server's reading, half of an IO500 score) at ``alpha_system`` among themselves, as
+        # each night asks what moved the stack: a handful of rates must not wait behind a
+        # hundred bandwidths
+        rates, bandwidths = [], []
+        for x in fresh:
+            (rates if x[0] in many.rates else bandwidths).append(x)
+        for family, alpha in ((rates, opt['alpha_system']), (bandwidths, opt['alpha'])):
+            if family:
+                out += _screen(family, t, nights, history, opt, alpha)
     return out
 
 
-def _screen(fresh, t, nights, history, opt):
-    """Holm over tonight's fresh series tests; a flag its own history cannot carry is watching."""
+def _screen(fresh, t, nights, history, opt, alpha):
+    """Holm over tonight's fresh series tests of one family at ``alpha``; a flag its own history
+    cannot carry is watching."""
     out = []
     tails = [t_tails(res['z'], res['dof']) for _, res in fresh]
-    down = holm([p for p, _ in tails], opt['alpha'])
+    down = holm([p for p, _ in tails], alpha)
     # improvements never turn a night red; a real one persists and pools evidence, so it
     # can wait for stronger proof than a regression
     up = holm([p for _, p in tails], opt['alpha_improvement'])
     # the level Holm's first step asks of a flag: what the series' own history must reach too
-    own_level = opt['alpha'] / len(fresh)
+    own_level = alpha / len(fresh)
     for (tr, res), (p_down, p_up), is_down, is_up in zip(fresh, tails, down, up):
         change = math.expm1(res['est'])
         status, since = 'ok', None
