@@ -5,7 +5,9 @@ suite.py): simulated run records through the real History and detector, fixed se
 * ... read on the bandwidth-bound checks when the short ones move less and wander more;
 * a third of the checks (one library) -25 % is one `group` finding, `since` its first night;
 * a series with a short, drifting history is `watching`, never a regression;
-* a flag an earlier night's re-run did not reproduce opens no change window (`since`).
+* a flag an earlier night's re-run did not reproduce opens no change window (`since`);
+* an improvement that held is the level: a fall back from it is a regression;
+* operation rates (empty files) are judged on their own level, in a family of their own.
 """
 import datetime
 import math

@@ -12,7 +12,8 @@ Per system, nights in order (a night = every session of the system that started 
    ONE finding, ``stack`` when fio stayed, ``system`` when fio moved with it (beyond its own
    night-to-night spread: one-sided p < ``alpha_fio``). The checks of one
    library or check family are one more level each (``group``). Series are judged on their
-   residual r = level - c (fio on its own level).
+   residual r = level - c; fio and the operation rates of empty files (a metadata server's
+   reading, factors.is_rate_params) on their own level, their noise moderated among their kind.
 3. Evidence. A series' residual tonight, pooled with the consecutive nights just before it that
    were already suspect (same sign, |z| >= ``suspect_z``, up to ``pool_nights`` in all: a window
    fixed by that rule, one test per series), against the robust level (Hodges-Lehmann) of its
@@ -21,8 +22,8 @@ Per system, nights in order (a night = every session of the system that started 
    prior weight). With >= 30 series the night's own spread of z (empirical null) widens the scale
    if the model is too optimistic.
 4. Suite error rate, in two stages. Screening: Holm's step-down over all fresh series tests of the
-   system that night, regressions at ``alpha``, improvements at ``alpha_improvement``; factor and
-   group tests one family at ``alpha_system``. A series flag whose own history alone (its own
+   system that night, regressions at ``alpha``, improvements at ``alpha_improvement``; the
+   operation rates one family of their own, factor and group tests one each, at ``alpha_system``. A series flag whose own history alone (its own
    spread, Student t with its own nights' degrees of freedom) does not reach the level Holm gave
    it is ``watching``: shown with its change, never red (a short history cannot tell a change from
    a drift). Confirmation: ci/nightly.sh re-runs the flagged checks right away (verdict.py); the
@@ -30,7 +31,9 @@ Per system, nights in order (a night = every session of the system that started 
 5. Persistence. A detected change stays (status regression/improvement) while tonight is closer to
    the changed level than to the old one and the nights since it still differ from the history
    (one-sided p < ``alpha_continue``); its nights never join the history that judges it, unless
-   they turn out not to differ after all (then it was a noisy night, and they rejoin). ``since``,
+   they turn out not to differ after all (then it was a noisy night, and they rejoin). An
+   improvement that held ``settle_nights`` nights is the level: the nights before it retire, so a
+   fall back is a regression (a regression stays until accepted). ``since``,
    the night it began, is named by change points over the judged span (Apache Otava's E-divisive,
    detect/changepoint.py).
 
