@@ -24,8 +24,8 @@ import math
 import numpy as np
 
 from postprocess.common.findings import group_keys
-from postprocess.common.units import value_unit
 from postprocess.common.stats import holm, median_polish
+from postprocess.common.units import value_unit
 from postprocess.detect.evidence import (Evidence, Track, continue_change, fresh_evidence,
                                          level_var_factor, robust_level, robust_var, t_tails)
 
@@ -55,10 +55,9 @@ def measurable(trs, opt, at_least):
     return (bound, limit) if len(bound) >= at_least else (trs, None)
 
 
-def plan_groups(members, keys_of, min_group):
-    """{group key: [tracks]} for groups of >= min_group series that are not every check."""
-    checks = [tr for tr in members if not is_baseline_params(keys_of(tr)[4])
-              and not is_rate_params(keys_of(tr)[4])]
+def plan_groups(checks, keys_of, min_group):
+    """{group key: [tracks]} for groups of >= min_group of ``checks`` (the series judged after
+    the common factor) that are not every check."""
     groups = {}
     for tr in checks:
         for g in group_keys(keys_of(tr)[4], keys_of(tr)[3]):

@@ -23,11 +23,12 @@ Per system, nights in order (a night = every session of the system that started 
    if the model is too optimistic.
 4. Suite error rate, in two stages. Screening: Holm's step-down over all fresh series tests of the
    system that night, regressions at ``alpha``, improvements at ``alpha_improvement``; the
-   operation rates one family of their own, factor and group tests one each, at ``alpha_system``. A series flag whose own history alone (its own
-   spread, Student t with its own nights' degrees of freedom) does not reach the level Holm gave
-   it is ``watching``: shown with its change, never red (a short history cannot tell a change from
-   a drift). Confirmation: ci/nightly.sh re-runs the flagged checks right away (verdict.py); the
-   re-run alone against the history before the change, Holm over the flags at ``alpha_confirm``.
+   operation rates one family of their own, factor and group tests one each, at
+   ``alpha_system``. A series flag whose own history alone (its own spread, Student t with its
+   own nights' degrees of freedom) does not reach the level Holm gave it is ``watching``: shown
+   with its change, never red (a short history cannot tell a change from a drift).
+   Confirmation: ci/nightly.sh re-runs the flagged checks right away (verdict.py); the re-run
+   alone against the history before the change, Holm over the flags at ``alpha_confirm``.
 5. Persistence. A detected change stays (status regression/improvement) while tonight is closer to
    the changed level than to the old one and the nights since it still differ from the history
    (one-sided p < ``alpha_continue``); its nights never join the history that judges it, unless
@@ -113,9 +114,9 @@ class _Many:
                       if factors.is_rate_params(self.keys_of(tr)[4])}
         self.baseline = self.rates | {tr for members in groups.values() for tr in members
                                       if is_baseline_params(self.keys_of(tr)[4])}
-
         self.factor = {g: factors.new_track(*g) for g in groups}
-        self.plans = {g: factors.plan_groups(members, self.keys_of, opt['min_group'])
+        self.plans = {g: factors.plan_groups([tr for tr in members if tr not in self.baseline],
+                                             self.keys_of, opt['min_group'])
                       for g, members in groups.items()}
         self.group_track = {(g, k): factors.new_track(g[0], g[1], k)
                             for g, plan in self.plans.items() for k in plan}
@@ -226,12 +227,13 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
             present = [tr for tr in members if t in tr.y]
             if not present:
                 continue
-            for kind in many.kinds(present):
+            kinds = many.kinds(present)
+            for kind in kinds:
                 within_noise(night, kind, span)
             carry = None if (g[0], PHASES[g[1]]) in estimate_factor else carry_night
             c, sys_levels = many.common_factor(members, span, nights, carry)
             levels = _system_levels(present, c, many.baseline)
-            for kind in many.kinds(present):
+            for kind in kinds:
                 night_spread(night, kind, levels)
             many_tests += many.judge(g, members, present, t, span, nights, night, carry, c,
                                      sys_levels)
