@@ -84,7 +84,8 @@ def build_tracks(history, value, horizon=None):
 
 
 def robust_var(x):
-    """Variance of x with values beyond 3 robust SDs of the median clipped (ddof 1).
+    """Variance of x with values beyond 3 robust SDs of the median clipped (ddof 1), when they are
+    at most one in five.
 
     Plain Python: x is a history of ~14 levels and the verdict takes ~10^4 of these a night, where
     numpy's per-call overhead (sort, clip, var: ~25 us) was a third of a warm nightly detect."""
@@ -96,7 +97,10 @@ def robust_var(x):
     sd = MAD_NORMAL * _sorted_median(sorted(abs(v - med) for v in x))
     if sd > 0:
         lo, hi = med - 3 * sd, med + 3 * sd
-        x = [lo if v < lo else hi if v > hi else v for v in x]
+        # a wild night in five at most (a first run, a burst); more beyond the bound is the
+        # spread itself (a step, a drift: 2 of 5 nights clipped made run 13.2's history agree)
+        if sum(1 for v in x if v < lo or v > hi) <= max(1, n // 5):
+            x = [lo if v < lo else hi if v > hi else v for v in x]
     mean = math.fsum(x) / n
     return math.fsum((v - mean) ** 2 for v in x) / (n - 1)
 
@@ -147,7 +151,10 @@ class NightJudge:
             return Evidence(est, z, dof, z, dof)
         V, dof, V_own, dof_own = self.spread[track]
         z = _own_z(est, v_new, m, h, V, e_hist, dof, d_within)[0]   # its dof: the moderated V's
-        z_own, dof_own = _own_z(est, v_new, m, h, max(V_own, V), e_hist, dof_own, d_within)
+        # the series' own nights, with its own degrees of freedom; its own spread where its
+        # nights contradict the moderated one (chi-square), else the moderated spread
+        v_own = V_own if V_own > V and special.chdtrc(dof_own, dof_own * V_own / V) < 0.05 else V
+        z_own, dof_own = _own_z(est, v_new, m, h, v_own, e_hist, dof_own, d_within)
         return Evidence(est, z, dof, z_own, dof_own)
 
 

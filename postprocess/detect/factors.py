@@ -150,12 +150,28 @@ def decide(tests, opt):
             most = kind != 'group' or 2 * (x.get('moved') or 0) >= len(x['trs'])
             if (is_down or is_up) and most and abs(math.expm1(x['est'])) >= opt['min_effect']:
                 direction = -1 if x['est'] < 0 else 1
+                if direction < 0 and len(x['hist']) < shortest_history(opt):
+                    x['status'] = 'watching'    # its nights stay history: the level settles
+                    continue
                 if x['track'].t_now in x['track'].unconfirmed:
                     x['status'] = 'unconfirmed'     # its re-run that night did not reproduce it
                     continue
                 x['status'] = 'regression' if direction < 0 else 'improvement'
                 x['since'] = x['track'].start_change(x['levels'], x['track'].t_now, direction,
                                                      x['k'])
+
+
+def shortest_history(opt):
+    """The fewest clean nights a factor or group level's history needs before a fall from it is
+    red: the least h whose nights' order alone could reach ``alpha_system`` -- under no change,
+    the pooled nights (up to ``pool_nights``) are the lowest of h + m with chance 1/C(h + m, m).
+    Its spread comes from those h nights alone (no partition to borrow from): three first-week
+    nights that happened to agree make any later step look certain to a t test (docs/verdicts.md,
+    run 13.2). 5 with the defaults, as ``settle_nights``."""
+    h = 1
+    while math.comb(h + opt['pool_nights'], opt['pool_nights']) * opt['alpha_system'] < 1.0:
+        h += 1
+    return h
 
 
 def baseline_change(present, keys_of, t, hist):

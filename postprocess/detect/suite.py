@@ -123,9 +123,12 @@ class _Many:
 
     def kinds(self, present):
         """The series of one partition and phase by kind, each moderated among its own (a
-        rate's noise is not a bandwidth's; a kind of fewer than five keeps its own evidence)."""
+        rate's noise is not a bandwidth's, nor fio's whole level a check's residual; a kind of
+        fewer than five keeps its own evidence)."""
         rates = [tr for tr in present if tr in self.rates]
-        return [kind for kind in (rates, [tr for tr in present if tr not in self.rates]) if kind]
+        fio = [tr for tr in present if tr in self.baseline and tr not in self.rates]
+        rest = [tr for tr in present if tr not in self.baseline]
+        return [kind for kind in (rates, fio, rest) if kind]
 
     def common_factor(self, members, span, nights, carry):
         """The common factor of one partition and phase: (c, nights it was estimated on)."""
