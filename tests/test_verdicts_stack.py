@@ -7,6 +7,7 @@ suite.py): simulated run records through the real History and detector, fixed se
 * a series with a short, drifting history is `watching`, never a regression;
 * a flag an earlier night's re-run did not reproduce opens no change window (`since`);
 * an improvement that held is the level: a fall back from it is a regression;
+* a first-week step of every check is watching, not red: the level settles, a later fall is red;
 * operation rates (empty files) are judged on their own level, in a family of their own.
 """
 import datetime
@@ -15,11 +16,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from postprocess.detect import factors  # noqa: E402
 from postprocess.detect.cli import past_unconfirmed  # noqa: E402
+from postprocess.detect.evidence import robust_var  # noqa: E402
 from postprocess.detect.suite import detect  # noqa: E402
 from postprocess.history.store import History  # noqa: E402
 sys.path.insert(0, str(REPO / 'tests'))
@@ -290,3 +294,37 @@ def test_operation_rates_are_judged_on_their_own_level_in_their_own_family():
             slowed += bool(read)
             assert all(f['since'] == night_of(12) for f in read), read
     assert slowed >= 19 and clean <= 6, (slowed, clean)
+
+
+def test_a_first_week_step_of_every_check_is_watching_and_the_level_settles(monkeypatch):
+    """Every check's reads -15 % from night 3, after three first-week nights that agreed within
+    a percent or two (run 13.2), then a real -20 % from night 12: the step is `watching` (its
+    history is shorter than factors.shortest_history, 5), never red; it held settle_nights
+    nights, so it is the level, and the later fall is red on its first night, since night 12.
+    With a history of 3 nights enough (the code before), the step is red all week."""
+    shape = lambda n, b, p, c: ((0.85 if 3 <= n < 12 else 0.68 if n >= 12 else 1.0)  # noqa: E731
+                                if p == 'read' and b != 'fio' else 1.0)
+    history = History(runs(range(14), checks=30, cv=0.05, night_cv=0.02, factor=shape))
+    found = detect(history)
+    stack = [f for f in found if f['scope'] == 'stack' and f['phase'] == 'read']
+    early = {f['night']: f['status'] for f in stack if f['night'] < night_of(12)}
+    assert 'regression' not in early.values(), early
+    assert 'watching' in early.values(), early
+    late = [f for f in stack if f['night'] >= night_of(12)]
+    assert [f['status'] for f in late] == ['regression'] * 2, late
+    assert late[0]['since'] == night_of(12) and -0.3 < late[0]['change'] < -0.1
+    monkeypatch.setattr(factors, 'shortest_history', lambda opt: opt['min_nights'])
+    before = [f for f in detect(history) if f['scope'] == 'stack' and f['phase'] == 'read'
+              and f['status'] == 'regression' and f['night'] < night_of(12)]
+    assert before and before[0]['since'] == night_of(3), before
+
+
+def test_robust_var_clips_a_wild_night_in_five_never_a_step():
+    """One first run among five nights is clipped; two nights of five off the others are the
+    spread (a step, a drift), not two wild nights: clipping them made run 13.2's history of
+    the read level look certain."""
+    one_wild = [0.0, 0.01, -0.01, 0.005, 0.5]
+    assert robust_var(one_wild) < 0.01 < float(np.var(one_wild, ddof=1))
+    step = [0.125, 0.128, 0.119, 0.027, -0.041]
+    assert robust_var(step) == pytest.approx(float(np.var(step, ddof=1)))
+    assert factors.shortest_history({'pool_nights': 3, 'alpha_system': 0.02}) == 5

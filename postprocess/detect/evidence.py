@@ -25,6 +25,7 @@ class Track:
         self.z = {}                 # single-night z, for "suspected" pooling
         self.unconfirmed = set()    # nights whose flag a confirmation re-run did not reproduce
         self.seconds = None         # median phase time over its nights (factors.measurable)
+        self.watch = False          # the active change is a fall from a level that never settled
 
     def start_change(self, levels, t, direction, window_start):
         """A change detected on night ``t``: its start (change points, within the test's window
@@ -230,21 +231,22 @@ def continue_change(track, t, levels, tester, night):
     """An active change: still on (est, z, dof, hist, new) or over (None; its nights stay out)."""
     hist = night.clean_before(track, track.since, levels)
     during = [u for u in sorted(levels) if track.since <= u < t]
-    if track.direction > 0 and len(during) >= night.opt['settle_nights']:
+    if (track.direction > 0 or track.watch) and len(during) >= night.opt['settle_nights']:
         # an improvement that held is the machine's level now (a faster filesystem after an
-        # upgrade, a drift up): the nights before it retire, its own nights become the history,
-        # so a later fall back to the old level is a regression, not the end of an improvement
+        # upgrade, a drift up), and so is a watched fall from a level that never settled (the
+        # first week): the nights before it retire, its own nights become the history, so a
+        # later fall back to the old level is a regression, not the end of an improvement
         track.excluded.update(u for u in levels if u < track.since)
         track.excluded.difference_update(during)
-        track.since = None
+        track.since, track.watch = None, False
         return None
     if len(hist) < night.opt['min_nights'] or not during:
-        track.since = None
+        track.since, track.watch = None, False
         return None
     base = float(np.mean([levels[u] for u in hist]))
     before = float(np.mean([levels[u] for u in during])) - base
     if track.direction * (levels[t] - base) < abs(before) / 2.0:
-        track.since = None          # back nearer the old level than the changed one
+        track.since, track.watch = None, False      # back nearer the old level than the changed one
         return None
     new = during + [t]
     ev = tester(track, new, hist, levels)

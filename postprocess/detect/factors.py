@@ -121,7 +121,7 @@ def judge(ft, t, levels, night, present, opt):
     cont = continue_change(ft, t, levels, tester, night) if ft.since is not None else None
     if cont is not None:
         ev, hist, _ = cont
-        status = 'regression' if ft.direction < 0 else 'improvement'
+        status = 'watching' if ft.watch else 'regression' if ft.direction < 0 else 'improvement'
         return {'track': ft, 'status': status, 'since': ft.since, 'est': ev.est, 'z': ev.z,
                 'p': min(t_tails(ev.z, ev.dof)), 'hist': hist, 'fresh': False}
     res = fresh_evidence(ft, t, levels, tester, night)
@@ -151,7 +151,10 @@ def decide(tests, opt):
             if (is_down or is_up) and most and abs(math.expm1(x['est'])) >= opt['min_effect']:
                 direction = -1 if x['est'] < 0 else 1
                 if direction < 0 and len(x['hist']) < shortest_history(opt):
-                    x['status'] = 'watching'    # its nights stay history: the level settles
+                    # a fall from a level that never settled: watched, never red; if it holds
+                    # settle_nights nights it is the level (evidence.continue_change)
+                    x['status'], x['track'].watch = 'watching', True
+                    x['since'] = x['track'].start_change(x['levels'], x['track'].t_now, -1, x['k'])
                     continue
                 if x['track'].t_now in x['track'].unconfirmed:
                     x['status'] = 'unconfirmed'     # its re-run that night did not reproduce it
