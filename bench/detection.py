@@ -25,13 +25,15 @@ Scenarios (lognormal noise, CV of the repetitions):
      with a night-to-night spread of 8 % of their own, night 1 a first run (everything x 1.6)
   h  the I/O stack: as a, and every check but fio -20 % (write and read) from night 11: one
      `stack` finding, not one per series
+  i  a first week that settles: as a, and every check but fio -15 % from night 4 (write and
+     read; run 13.2's read level after three first nights): never a `stack` finding on 11-13
 
 Printed per scenario: judged nights with any false series regression (before / after confirmation),
 nights with a `system` finding where nothing moved, the share of the 10 drops flagged on night 11,
 within two and within three nights, how often `since` names night 11, and (d) the nights reported
 as one `system` write finding. Goals: docs/verdicts.md.
 
-Usage: python bench/detection.py [--trials 30] [--scenarios abcdefgh] [--seed 1] [--jobs 2]
+Usage: python bench/detection.py [--trials 30] [--scenarios abcdefghi] [--seed 1] [--jobs 2]
 (about 10 s per trial and scenario on one core)
 """
 import argparse
@@ -64,6 +66,8 @@ SCENARIOS = {
     'g': dict(cv=0.05, reps=10, drift=0.02, night_tau=0.08, first_run=1.6),
     # a change of the I/O stack, not the filesystem: every check -20 %, fio steady, from night 11
     'h': dict(cv=0.15, reps=10, stack_drop=0.20),
+    # the machine settles in the first week: every check -15 % from night 4 and for good
+    'i': dict(cv=0.15, reps=10, settle_drop=0.15, settle_night=4),
 }
 HEADER = '|'.join(FIXED + ['write_bw_var=write_bw_value|write_bw_unit|write_bw_ref|'
                            'write_bw_lower_thres|write_bw_upper_thres'])
@@ -111,6 +115,8 @@ class Suite:
              * lognormal(rng, sc['cv'], reps))
         if sc.get('stack_drop') and check != 0 and night >= DROP_NIGHT:
             v *= 1.0 - sc['stack_drop']
+        if sc.get('settle_drop') and check != 0 and night >= sc['settle_night']:
+            v *= 1.0 - sc['settle_drop']
         if phase == 'write' and check in self.dropped and night >= DROP_NIGHT:
             v *= 0.8
         if burst and sc.get('rep_burst'):
@@ -250,7 +256,7 @@ def _score(suite, night, key, before, after, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--trials', type=int, default=30)
-    ap.add_argument('--scenarios', default='abcdefgh')
+    ap.add_argument('--scenarios', default='abcdefghi')
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--confirm-reps', type=int, default=10)

@@ -16,7 +16,7 @@
 #                reframe.db                                   ReFrame's results DB (below)
 #   --name     ReFrame -n filter (repeatable), to run a subset
 #   --note     a site note for this run ("Lustre 2.15.4 upgrade"): in every perflog line's provenance
-#              and the ReFrame report (--session-extras); markers on the history plots (docs/verdicts.md)
+#              and the ReFrame report (--session-extras); markers on the history plots (docs/why-accept-compare.md)
 #   after --   passed to reframe unchanged
 #
 # Env IOREGRESS_SWEEP_HOURS: age (hours, default 12) beyond which the start-of-run sweep removes run

@@ -24,17 +24,20 @@ Per system, nights in order (a night = every session of the system that started 
 4. Suite error rate, in two stages. Screening: Holm's step-down over all fresh series tests of the
    system that night, regressions at ``alpha``, improvements at ``alpha_improvement``; the
    operation rates one family of their own, factor and group tests one each, at
-   ``alpha_system``. A series flag whose own history alone (its own spread, Student t with its
-   own nights' degrees of freedom) does not reach the level Holm gave it is ``watching``: shown
-   with its change, never red (a short history cannot tell a change from a drift).
+   ``alpha_system``. A series flag whose own history alone (Student t with its own nights'
+   degrees of freedom; its own spread where its nights contradict the moderated one) does not
+   reach the level Holm gave it is ``watching``: shown with its change, never red (a short
+   history cannot tell a change from a drift); so is a factor or group fall from a history
+   shorter than the nights' order needs (factors.shortest_history).
    Confirmation: ci/nightly.sh re-runs the flagged checks right away (verdict.py); the re-run
    alone against the history before the change, Holm over the flags at ``alpha_confirm``.
 5. Persistence. A detected change stays (status regression/improvement) while tonight is closer to
    the changed level than to the old one and the nights since it still differ from the history
    (one-sided p < ``alpha_continue``); its nights never join the history that judges it, unless
    they turn out not to differ after all (then it was a noisy night, and they rejoin). An
-   improvement that held ``settle_nights`` nights is the level: the nights before it retire, so a
-   fall back is a regression (a regression stays until accepted). ``since``,
+   improvement (or a watched fall of a factor or group) that held ``settle_nights`` nights is the
+   level: the nights before it retire, so a fall back is a regression (a regression stays until
+   accepted). ``since``,
    the night it began, is named by change points over the judged span (Apache Otava's E-divisive,
    detect/changepoint.py).
 
