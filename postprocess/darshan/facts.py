@@ -50,7 +50,12 @@ def open_log(path):
         raise DarshanLogError(f'empty Darshan log (the run died before Darshan wrote it?): {path}')
     with _captured_c_stderr() as errors:
         try:
-            report = darshan.DarshanReport(path, read_all=True)
+            # closed at once (every record is read into memory): a report left to the garbage
+            # collector closes its C handle from __del__, which can run inside cffi's lock while
+            # the next report parses a type -- a deadlock that hung a nightly's ReFrame after its
+            # checks (tests/test_why_e2e.py, night 7)
+            with darshan.DarshanReport(path, read_all=True) as report:
+                pass
         except Exception as err:  # PyDarshan raises RuntimeError/ValueError/KeyError on bad logs
             report, exc = None, str(err)
         if report is None:
