@@ -27,6 +27,10 @@ class Track:
         self.seconds = None         # median phase time over its nights (factors.measurable)
         self.watch = False          # the active change is a fall from a level that never settled
 
+    def end_change(self):
+        """The active change is over (its nights stay out unless the caller lets them rejoin)."""
+        self.since, self.watch = None, False
+
     def start_change(self, levels, t, direction, window_start):
         """A change detected on night ``t``: its start (change points, within the test's window
         from ``window_start``), and its nights kept out of the history from now on."""
@@ -238,15 +242,15 @@ def continue_change(track, t, levels, tester, night):
         # later fall back to the old level is a regression, not the end of an improvement
         track.excluded.update(u for u in levels if u < track.since)
         track.excluded.difference_update(during)
-        track.since, track.watch = None, False
+        track.end_change()
         return None
     if len(hist) < night.opt['min_nights'] or not during:
-        track.since, track.watch = None, False
+        track.end_change()
         return None
     base = float(np.mean([levels[u] for u in hist]))
     before = float(np.mean([levels[u] for u in during])) - base
     if track.direction * (levels[t] - base) < abs(before) / 2.0:
-        track.since, track.watch = None, False      # back nearer the old level than the changed one
+        track.end_change()          # back nearer the old level than the changed one
         return None
     new = during + [t]
     ev = tester(track, new, hist, levels)

@@ -115,8 +115,9 @@ class _Many:
         # filesystem's reading) and the operation rates of empty files (factors.is_rate_params)
         self.rates = {tr for members in groups.values() for tr in members
                       if factors.is_rate_params(self.keys_of(tr)[4])}
-        self.baseline = self.rates | {tr for members in groups.values() for tr in members
-                                      if is_baseline_params(self.keys_of(tr)[4])}
+        self.fio = {tr for members in groups.values() for tr in members
+                    if is_baseline_params(self.keys_of(tr)[4])} - self.rates
+        self.baseline = self.rates | self.fio
         self.factor = {g: factors.new_track(*g) for g in groups}
         self.plans = {g: factors.plan_groups([tr for tr in members if tr not in self.baseline],
                                              self.keys_of, opt['min_group'])
@@ -129,7 +130,7 @@ class _Many:
         rate's noise is not a bandwidth's, nor fio's whole level a check's residual; a kind of
         fewer than five keeps its own evidence)."""
         rates = [tr for tr in present if tr in self.rates]
-        fio = [tr for tr in present if tr in self.baseline and tr not in self.rates]
+        fio = [tr for tr in present if tr in self.fio]
         rest = [tr for tr in present if tr not in self.baseline]
         return [kind for kind in (rates, fio, rest) if kind]
 
@@ -265,7 +266,7 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
                             continue
                         # the nights since no longer differ from the history: it was the first
                         # night's noise (or a short, lucky history), not a change; they rejoin
-                        tr.since = None
+                        tr.end_change()
                         tr.excluded.difference_update(new)
                 res = fresh_evidence(tr, t, lv, night.test, night)
                 if res is None:
