@@ -93,6 +93,22 @@ def test_moderated_variances_shrink_equal_noise_and_keep_different_noise():
     assert np.median(kept[:100]) < 0.1 * np.median(kept[100:])
 
 
+def test_a_prior_claims_no_more_than_its_series_vouch_for():
+    # equal noise: the point estimate of the prior's weight is "infinitely many nights" whenever
+    # the log variances happen to spread less than chi-square noise; the vouched one is bounded
+    # by how well the series pin that spread down: a few short series little, many more
+    rng = np.random.default_rng(5)
+    few, many, point_inf = [], [], 0
+    for _ in range(20):
+        v = rng.chisquare(7, 24) / 7
+        point_inf += moderated_variances(v, [7] * 24)[1][0] > 1e5
+        few.append(moderated_variances(v, [7] * 24, vouched=1.645)[1][0] - 7)
+        v = rng.chisquare(9, 400) / 9
+        many.append(moderated_variances(v, [9] * 400, vouched=1.645)[1][0] - 9)
+    assert point_inf >= 5
+    assert max(few) < 60 and np.median(many) > 2 * np.median(few) and min(many) > 15
+
+
 # ---- the night as a whole -----------------------------------------------------------------------
 
 def test_a_moving_partition_is_one_system_finding_not_many_series():
@@ -155,6 +171,22 @@ def test_a_drop_is_found_persists_since_its_night_and_clears_when_gone():
     assert not [f for f in others if f['phase'] == 'write'
                 and f['night'] in (night_of(10), night_of(11), night_of(12))], others
     assert max(Counter(f['night'] for f in others).values(), default=0) <= 2, others
+
+
+def test_a_drop_missed_on_its_first_night_is_red_on_its_second():
+    # four checks -16 % on night 10, -20 % after: a first night below the suite-wide level
+    # must not hide the second. The pooled nights' own history is the one before them: the
+    # missed first night counted in the series' own spread made its flag watching (or nothing)
+    # on night 11 (the code before 2026-11-27: two of the four still ok on night 11)
+    def factor(n, c, phase):
+        if c in (5, 6, 7, 8) and phase == 'write':
+            return 0.84 if n == 10 else 0.8 if n >= 11 else 1.0
+        return 1.0
+    findings = detect(History(runs_for(range(13), checks=200, seed=4, factor=factor)))
+    for c in (5, 6, 7, 8):
+        f = next(f for f in findings if f['check'] == f'Sim %id={c}' and f['phase'] == 'write'
+                 and f['night'] == night_of(11))
+        assert f['status'] == 'regression' and f['since'] == night_of(10), f
 
 
 def test_change_points_name_the_start_not_the_suspect_night_before_it():

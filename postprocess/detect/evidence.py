@@ -123,6 +123,7 @@ class NightJudge:
         self.c = {}                 # (partition, phase) -> {night index: factor}
         self.sigma2 = {}            # track -> (sigma^2, dof): within-night noise
         self.spread = {}            # track -> (V, dof, V_own, dof_own): night-to-night variance
+        self.spread_hist = {}       # track -> the nights its spread was taken over
 
     def clean_before(self, track, k, levels):
         hist = [u for u in sorted(levels) if u < k and u not in track.excluded]
@@ -155,6 +156,12 @@ class NightJudge:
             z, dof = _own_z(est, v_new, m, h, V, e_hist, d, d_within)
             return Evidence(est, z, dof, z, dof)
         V, dof, V_own, dof_own = self.spread[track]
+        if hist != self.spread_hist[track]:
+            # the own history of a pooled window (before its suspect nights) or of a change: its
+            # spread over those nights, never over nights under test (a drop's first night, not
+            # flagged, nearly doubled the spread and made the next night's pooled flag watching)
+            V_own, dof_own = robust_var(r_hist) if h > 1 else 0.0, max(h - 1, 1)
+            V_own = V_own if V_own > 0 else V
         z = _own_z(est, v_new, m, h, V, e_hist, dof, d_within)[0]   # its dof: the moderated V's
         # the series' own nights, with its own degrees of freedom; its own spread where its
         # nights contradict the moderated one (chi-square), else the moderated spread
@@ -203,20 +210,23 @@ def level_var_factor(h):
 def night_spread(night, present, levels):
     """Night-to-night variance of each series' clean history levels, moderated across the
     partition's series (limma's empirical Bayes, as the within-night sigma is), the prior weighing
-    at most ``prior_nights`` nights: a series with a short history borrows its partition's spread
-    rather than claiming none. Kept beside it: the series' own estimate (for "watching")."""
+    what the series vouch for (stats.moderated_variances; ``prior_nights`` caps it if set): a
+    series with a short history borrows its partition's spread rather than claiming none. Kept
+    beside it: the series' own estimate (for "watching")."""
     raw, dofs, own = [], [], []
     for tr in present:
         hist = night.clean_before(tr, night.t, levels[tr])
         v = robust_var([levels[tr][u] for u in hist]) if len(hist) > 1 else float('nan')
         raw.append(v if v > 0 else float('nan'))
         dofs.append(len(hist) - 1)
-        own.append((v, max(len(hist) - 1, 1)))
-    mod, dmod = moderated_variances(raw, dofs, max_prior_dof=night.opt['prior_nights'])
-    for tr, v, d, (vo, do) in zip(present, mod, dmod, own):
+        own.append((v, max(len(hist) - 1, 1), hist))
+    mod, dmod = moderated_variances(raw, dofs, max_prior_dof=night.opt['prior_nights'],
+                                    vouched=1.645)
+    for tr, v, d, (vo, do, hist) in zip(present, mod, dmod, own):
         if not np.isfinite(v) or v <= 0:
             continue                # too few series to moderate: the test uses the own spread
         night.spread[tr] = (float(v), float(max(d, 1)), vo if vo > 0 else float(v), do)
+        night.spread_hist[tr] = hist
 
 
 def t_tails(z, dof):
