@@ -50,12 +50,7 @@ def open_log(path):
         raise DarshanLogError(f'empty Darshan log (the run died before Darshan wrote it?): {path}')
     with _captured_c_stderr() as errors:
         try:
-            # closed at once (every record is read into memory): a report left to the garbage
-            # collector closes its C handle from __del__, which can run inside cffi's lock while
-            # the next report parses a type -- a deadlock that hung a nightly's ReFrame after its
-            # checks (tests/test_why_e2e.py, night 7)
-            with darshan.DarshanReport(path, read_all=True) as report:
-                pass
+            report = darshan.DarshanReport(path, read_all=True)
         except Exception as err:  # PyDarshan raises RuntimeError/ValueError/KeyError on bad logs
             report, exc = None, str(err)
         if report is None:
@@ -64,7 +59,15 @@ def open_log(path):
         raise DarshanLogError(f'not a readable Darshan log ({exc}): {path}')
     damage = [e.removeprefix('Error: ').strip().rstrip('.') for e in errors if e.startswith('Error')]
     if damage:
+        # never closed: darshan-util asserts on a damaged log's handle (`state` in
+        # darshan_log_close) and aborts the process -- a nightly's post-processing with it
+        report.log = None
         raise DarshanLogError(f'truncated or corrupt Darshan log ({"; ".join(damage[:2])}): {path}')
+    # closed at once (every record is read into memory): a report left to the garbage collector
+    # closes its C handle from __del__, which can run inside cffi's lock while the next report
+    # parses a type -- a deadlock that hung a nightly's ReFrame after its checks
+    # (tests/test_why_e2e.py, night 7)
+    report.__exit__(None, None, None)
     return report
 
 
