@@ -177,7 +177,7 @@ def test_a_drop_missed_on_its_first_night_is_red_on_its_second():
     # four checks -16 % on night 10, -20 % after: a first night below the suite-wide level
     # must not hide the second. The pooled nights' own history is the one before them: the
     # missed first night counted in the series' own spread made its flag watching (or nothing)
-    # on night 11 (the code before 2026-11-27: two of the four still ok on night 11)
+    # on night 11 (the code before 242fb99: two of the four still ok on night 11)
     def factor(n, c, phase):
         if c in (5, 6, 7, 8) and phase == 'write':
             return 0.84 if n == 10 else 0.8 if n >= 11 else 1.0

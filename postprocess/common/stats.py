@@ -104,12 +104,13 @@ def moderated_variances(variances, dofs, max_prior_dof=None, vouched=None):
     if ok.sum() < 5:
         return s2, d
     z = np.log(s2[ok]) - special.digamma(d[ok] / 2.0) + np.log(d[ok] / 2.0)
-    excess = float(np.var(z, ddof=1) - np.mean(special.polygamma(1, d[ok] / 2.0)))
+    k2 = special.polygamma(1, d[ok] / 2.0)     # chi-square noise's share of z's variance
+    excess = float(np.var(z, ddof=1) - np.mean(k2))
     if vouched is not None:
         # the excess at most what the series allow: its estimate (never below zero) plus the
         # standard error of a sample variance of log chi-squares (cumulants psi1, psi3 of
         # log Gamma(d/2)), so a prior is never "infinitely many nights" by chance
-        k2, k4 = special.polygamma(1, d[ok] / 2.0), special.polygamma(3, d[ok] / 2.0)
+        k4 = special.polygamma(3, d[ok] / 2.0)
         se = math.sqrt(float(np.mean(k4 + 2.0 * k2 * k2)) / z.size)
         excess = max(excess, 0.0) + vouched * se
     s0 = float(np.exp(np.mean(z)))         # z is unbiased for log(sigma^2) of each series

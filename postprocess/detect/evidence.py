@@ -160,7 +160,7 @@ class NightJudge:
             # the own history of a pooled window (before its suspect nights) or of a change: its
             # spread over those nights, never over nights under test (a drop's first night, not
             # flagged, nearly doubled the spread and made the next night's pooled flag watching)
-            V_own, dof_own = robust_var(r_hist) if h > 1 else 0.0, max(h - 1, 1)
+            V_own, dof_own = _own_spread(r_hist)[2:]
             V_own = V_own if V_own > 0 else V
         z = _own_z(est, v_new, m, h, V, e_hist, dof, d_within)[0]   # its dof: the moderated V's
         # the series' own nights, with its own degrees of freedom; its own spread where its
