@@ -150,6 +150,12 @@ def slim(rec):
             'out': rec['out'][-1500:]}
 
 
+def is_red(rec):
+    """The night's verdict was red: exit 3, or a confirmed regression under exit 1 (a check that
+    failed -- a reference bound, a sanity error -- takes the night's status first, ci/nightly.sh)."""
+    return rec['exit'] == 3 or any(f['status'] == 'regression' for f in rec['findings'])
+
+
 def score(all_runs, n_nights, short):
     """Per scenario: red clean nights (judged ones), slowed nights red / named right / since right."""
     rows = []
@@ -160,14 +166,14 @@ def score(all_runs, n_nights, short):
                 continue
             fault = 'write' if scen == 'short' else scen
             judged = clean[:short - 2 - JUDGED_FROM] if scen == 'short' else clean
-            red_clean = [c['night'] for c in judged if c['exit'] == 3]
+            red_clean = [c['night'] for c in judged if is_red(c)]
             first_slow = recs[0]['night']
             slow = []
             for rec in recs:
                 found = [f for f in rec['findings'] if f['status'] == 'regression']
                 right = right_findings(fault, found)
-                slow.append({'night': rec['night'], 'red': rec['exit'] == 3,
-                             'right': rec['exit'] == 3 and bool(right),
+                slow.append({'night': rec['night'], 'red': is_red(rec),
+                             'right': is_red(rec) and bool(right),
                              'since_ok': bool(right) and all(f.get('since') == first_slow
                                                              for f in right)})
             rows.append({'run': r, 'scenario': scen, 'judged_clean': len(judged),
