@@ -7,7 +7,9 @@ to that call, and prints per scenario the first stage of the verdict: the
 judged clean nights flagged (night >= 4), and on the two slowed nights whether anything was flagged
 and whether a flag names the fault (real_replay.names_right). Only the first stage: the
 confirmation re-run exists only for the nights the replay's own settings flagged, so a changed
-setting's new flags cannot be confirmed or refuted here (a real replay does that).
+setting's new flags cannot be confirmed or refuted here (a real replay does that); the flags the
+replay's re-runs refuted on earlier nights are read from its run directories, as the nightly's
+`detect --runs` reads them.
 
     python bench/rejudge_replay.py /tmp/r10 --set alpha_system=0.05 --set alpha_system=0.1
 """
@@ -19,6 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import real_replay  # noqa: E402  (bench/real_replay.py)
+from postprocess.detect.cli import past_unconfirmed  # noqa: E402
 from postprocess.detect.options import DEFAULTS  # noqa: E402
 from postprocess.detect.suite import detect  # noqa: E402
 from postprocess.history import inputs  # noqa: E402
@@ -32,7 +35,8 @@ def flags_by_night(tree, options):
     inputs.add_history_args(ap)
     history = inputs.load_history(ap.parse_args(['--perflogs', str(tree / 'perflogs'),
                                                  '--system', 'local']))
-    findings = detect(history, **options)
+    # the flags the replay's own re-runs refuted, as the nightly's `detect --runs` reads them
+    findings = detect(history, unconfirmed=past_unconfirmed(str(tree / 'runs')), **options)
     nights = sorted({f['night'] for f in findings})
     return [(n, [f for f in findings if f['night'] == n and f['status'] == 'regression'])
             for n in nights]

@@ -281,7 +281,7 @@ elif [[ -e "$run/post/detect.json" ]]; then
         run_child confirm_suite || say "confirmation re-run: reframe status $? (flags it did not re-run stay)"
         stage=postprocess
         verdict --confirm-perflogs "$run/confirm/perflogs" --perflogs "$results/perflogs" "${db_args[@]}" \
-            --system "$system"
+            --system "$system" --runs "$results/runs"
         verdict_status=$?
     fi
     case $verdict_status in 0) ;; 3) regression=1 ;; *) post_failed=1; say "could not judge tonight (verdict status $verdict_status)" ;; esac

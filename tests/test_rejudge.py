@@ -28,7 +28,8 @@ def test_a_setting_reaches_detect_and_never_its_defaults(tmp_path, monkeypatch):
     seen = []
     monkeypatch.setattr(rejudge_replay.inputs, 'load_history', lambda args: 'history')
 
-    def judge(history, **opts):
+    def judge(history, unconfirmed=None, **opts):
+        assert unconfirmed == {}                              # no run directories: none refuted
         seen.append(opts)
         assert options.DEFAULTS == before                     # the setting goes to this call only
         return [{'night': '2026-01-02', 'status': 'regression'}, {'night': '2026-01-01', 'status': 'ok'}]

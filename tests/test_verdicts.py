@@ -325,3 +325,27 @@ def test_verdict_bad_input_one_line_exit_2_nothing_written(tmp_path, args, words
     assert proc.returncode == 2 and proc.stderr.count('\n') == 1, proc.stderr
     assert words.replace('{t}', str(tmp_path)) in proc.stderr and 'Traceback' not in proc.stderr
     assert not (tmp_path / 'v.json').exists()
+
+
+def test_the_confirmation_judges_against_the_history_the_first_stage_used(tmp_path, monkeypatch):
+    """`verdict --runs` gives the re-run's detect the flags earlier re-runs refuted, as `detect
+    --runs` gives the first stage: their nights leave a series' history in both stages."""
+    from postprocess import cli
+    post = tmp_path / 'runs' / 'r1' / 'post'
+    post.mkdir(parents=True)
+    flag = {'system': 'synthetic', 'partition': 'p1', 'environ': 'e', 'check': 'BenchIO',
+            'params': 'x', 'phase': 'write', 'night': '2026-01-03', 'status': 'unconfirmed'}
+    (post / 'verdict.json').write_text(json.dumps({'findings': [flag]}))
+    (tmp_path / 'd.json').write_text('[]')
+    (tmp_path / 'r.json').write_text('{"runs": []}')
+    seen = []
+    monkeypatch.setattr(verdict, 'confirm',
+                        lambda h, c, t, unconfirmed=None: seen.append(unconfirmed) or t)
+    logs = str(REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic')
+    common = ['verdict', '--detect', str(tmp_path / 'd.json'), '--report', str(tmp_path / 'r.json'),
+              '--json', str(tmp_path / 'v.json'), '--confirm-perflogs', logs, '--perflogs', logs,
+              '--system', 'synthetic']
+    assert cli.main(common + ['--runs', str(tmp_path / 'runs')]) == 0
+    assert cli.main(common) == 0
+    key = ('synthetic', 'p1', 'e', 'BenchIO', 'x', 'write')
+    assert seen == [{key: {'2026-01-03'}}, None]

@@ -152,6 +152,26 @@ def test_an_unconfirmed_dip_opens_no_change_window(tmp_path):
     assert [f['since'] for f in plain if f['scope'] == 'stack'] == [night_of(9)], plain
 
 
+def test_a_refuted_burst_night_leaves_the_factor_history_of_every_phase(tmp_path):
+    """Night 9 a burst of the whole partition (every check -25 %, both phases; its write flag
+    refuted by the re-run), then the stack slower from night 10 (-17 %, both phases). The burst is
+    no level: it neither widens the write factor's history (which hid the drop, run 16.1) nor
+    opens the read factor's change window: both are red on night 10, `since` night 10."""
+    import json
+    def shape(n, b, p, c):
+        return 1.0 if b == 'fio' else 0.75 if n == 9 else 0.83 if n >= 10 else 1.0
+    run = tmp_path / 'runs' / 'r9' / 'post'
+    run.mkdir(parents=True)
+    (run / 'verdict.json').write_text(json.dumps({'findings': [
+        {'system': 'sim', 'partition': 'p1', 'environ': '*', 'check': '*', 'params': '',
+         'phase': 'write', 'night': night_of(9), 'status': 'unconfirmed'}]}))
+    found = detect(History(runs(range(11), seed=4, night_cv=0.05, factor=shape)), latest_only=True,
+                   unconfirmed=past_unconfirmed(str(tmp_path / 'runs')))
+    stack = {f['phase']: (f['status'], f['since']) for f in found if f['scope'] == 'stack'}
+    assert stack == {'write': ('regression', night_of(10)), 'read': ('regression', night_of(10))}, \
+        stack
+
+
 def test_an_unconfirmed_partition_wide_flag_is_not_red_anywhere(tmp_path):
     """A burst: the whole partition -27 % for a few minutes, flagged, not reproduced by the re-run.
     The verdict exits 0, the summary says nothing needs attention and lists it as UNCONFIRMED under
@@ -328,3 +348,24 @@ def test_robust_var_clips_a_wild_night_in_five_never_a_step():
     step = [0.125, 0.128, 0.119, 0.027, -0.041]
     assert robust_var(step) == pytest.approx(float(np.var(step, ddof=1)))
     assert factors.shortest_history({'pool_nights': 3, 'alpha_system': 0.02}) == 5
+
+
+def test_the_factor_floor_is_a_median_s_noise_not_its_members_tails():
+    """The floor of a factor's spread is the standard error of a median of its members, read on
+    each history night from their spread around it (MAD): 9 members whose nights wander 5 %
+    and each with one wild night (+-60 %) give ~1.2533 x 5 % / 3, where their variance (the
+    floor before, from each member's night-to-night variance) says four times that: a slowed
+    stack's -17 % went unflagged on run 16.1's real nights under such a floor."""
+    from postprocess.detect.evidence import Track
+    rng = np.random.default_rng(7)
+    present, hist = [], list(range(10))
+    for i in range(9):
+        tr = Track(i, 0, 'p1')
+        tr.y = {u: float(np.log(100 + 50 * i) + rng.normal(0, 0.05)) for u in hist + [10]}
+        tr.y[i] += 0.6 if i % 2 else -0.6           # its wild night
+        present.append(tr)
+    flat = {u: 0.0 for u in hist}                   # a factor whose nights agreed exactly
+    flat[10] = -0.05
+    ev = factors.tester_for(present)(None, [10], hist, flat)
+    scale = 0.05 / ev.z * -1.0 / math.sqrt(1.0 + factors.level_var_factor(10) / 10)
+    assert 0.8 < scale / (1.2533 * 0.05 / 3) < 1.25, scale

@@ -26,7 +26,8 @@ def register(subparsers):
     p.add_argument('--json', metavar='FILE', help='also write the findings as JSON (atomically)')
     p.add_argument('--runs', metavar='DIR',
                    help="the nightly's run directories (RESULTS/runs): flags their confirmation "
-                        're-runs did not reproduce never start a change window (nor `since`)')
+                        're-runs did not reproduce never start a change window (nor `since`); a '
+                        "refuted factor or group flag's night leaves that level's history")
     p.set_defaults(func=run)
     v = subparsers.add_parser('verdict', help="tonight's verdict for ci/nightly.sh from detect's "
                                               'JSON, and the confirmation re-run')
@@ -43,6 +44,9 @@ def register(subparsers):
     v.add_argument('--confirm-perflogs', metavar='DIR',
                    help="the re-run's perflog directory: judge flags against the same history "
                         '(needs --perflogs and --system)')
+    v.add_argument('--runs', metavar='DIR',
+                   help="with --confirm-perflogs: the nightly's run directories, as detect's "
+                        '--runs (the history leaves out the nights of refuted flags there too)')
     inputs.add_history_args(v)
     v.set_defaults(func=run_verdict)
 
@@ -71,7 +75,8 @@ def run_verdict(args):
         confirm_runs = [r for r in confirm_runs if r['system'] == args.system]
         for message in diag:
             print(f'warning: {message}', file=sys.stderr)
-        tonight = verdict.confirm(history_runs, confirm_runs, tonight)
+        tonight = verdict.confirm(history_runs, confirm_runs, tonight,
+                                  past_unconfirmed(args.runs) if args.runs else None)
         stage = 'done'
     elif any(f['status'] == 'regression' for f in tonight):
         # only a regression is re-run (ci/nightly.sh): an improvement alone waits for no one

@@ -117,11 +117,13 @@ def _key(f):
     return (f['system'], f['partition'], f['environ'], f['check'])
 
 
-def confirm(history_runs, confirm_runs, tonight_findings):
+def confirm(history_runs, confirm_runs, tonight_findings, unconfirmed=None):
     """Findings with flags that the re-run did not reproduce turned ``unconfirmed``.
 
     Each finding gains ``confirmation``: ``confirmed``, ``not reproduced`` or ``not re-run`` (a
-    flag without re-run data stays as it was: no evidence either way).
+    flag without re-run data stays as it was: no evidence either way). ``unconfirmed``: earlier
+    nights' refuted flags (detect/cli.py past_unconfirmed), so that the re-run is judged against
+    the history the first stage used.
     """
     flagged = [f for f in tonight_findings if f['status'] in FLAGS]
     if not flagged or not confirm_runs:
@@ -141,7 +143,7 @@ def confirm(history_runs, confirm_runs, tonight_findings):
     systems = {(f['partition'], f['phase']) for f in flagged if f.get('scope') in ('system', 'stack')}
     again = {(g['system'], g['partition'], g['environ'], g['check'], g['params'], g['phase']): g
              for g in detect(history, latest_only=True, carry_night=label,
-                             estimate_factor=systems)
+                             estimate_factor=systems, unconfirmed=unconfirmed)
              if g['night'] == label}
     for f in flagged:
         g = again.get((f['system'], f['partition'], f['environ'], f['check'], f['params'],
