@@ -55,9 +55,10 @@ def open_log(path):
     import darshan
     if not os.path.isfile(path):
         raise DarshanLogError(f'no such Darshan log: {path}')
-    if os.path.getsize(path) == 0:
+    size = os.path.getsize(path)
+    if size == 0:
         raise DarshanLogError(f'empty Darshan log (the run died before Darshan wrote it?): {path}')
-    short = _cut_short(path)
+    short = _cut_short(path, size)
     if short:
         raise DarshanLogError(f'truncated or corrupt Darshan log (cut short: {short}): {path}')
     with _captured_c_stderr() as errors:
@@ -83,7 +84,7 @@ def open_log(path):
     return report
 
 
-def _cut_short(path):
+def _cut_short(path, size):
     """Why the log ends before its own regions do ('2011 of 4521 bytes'), or None. darshan-util
     segfaults on some logs cut inside a compressed region (seen at 1400-1800 bytes of 2.4-4.5 KB
     logs): no Python error to catch, the whole nightly's post-processing dies. The header is
@@ -94,7 +95,6 @@ def _cut_short(path):
     if layout is None or (len(head) >= 16 and struct.unpack_from('<q', head, 8)[0] != _MAGIC_NR):
         return None             # another version or byte order: darshan-util's own checks
     base, count = layout
-    size = os.path.getsize(path)
     if size < base + 16 * count:
         return f'{size} bytes, its header alone is {base + 16 * count}'
     end = max(off + length for off, length in
