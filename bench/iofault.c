@@ -20,6 +20,8 @@
  *   IOFAULT_MATCH   only files whose path contains this string (e.g. "iobench_hdf5_": one
  *                   library's files); empty = every file
  *   IOFAULT_EXE     process name to act in (default iobench)
+ *   IOFAULT_REPORT  a file: at exit each acting process appends "<pid> <seconds>", the delay it
+ *                   charged (what the fault put into its phases; tests/test_iofault.py reads it)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -38,6 +40,8 @@
 enum { OFF, WRITE, READ, META };
 static int mode = -1;
 static double factor = 0.25;
+static double charged;     /* total delay owed over the process's life, seconds */
+static void report(void);
 static const char *match = "";
 
 static void init(void) {
@@ -51,6 +55,14 @@ static void init(void) {
     else if (!strcmp(phase, "meta")) mode = META;
     if (getenv("IOFAULT_FACTOR")) factor = atof(getenv("IOFAULT_FACTOR"));
     if (getenv("IOFAULT_MATCH")) match = getenv("IOFAULT_MATCH");
+    if (mode != OFF && getenv("IOFAULT_REPORT")) atexit(report);
+}
+
+static void report(void) {
+    FILE *fp = fopen(getenv("IOFAULT_REPORT"), "a");
+    if (!fp) return;
+    fprintf(fp, "%d %.6f\n", (int)getpid(), charged);
+    fclose(fp);
 }
 
 static double now(void) {
@@ -69,6 +81,7 @@ static void pay(void) {
 }
 
 static void owe(double s) {
+    charged += s;
     owed += s;
     if (owed >= 5e-4) pay();
 }

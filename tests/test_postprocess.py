@@ -98,6 +98,19 @@ def test_detect_on_efficiency_flags_exactly_the_planted_changes():
     assert early and all(f['status'] == 'insufficient history' for f in early)
 
 
+def test_a_small_suite_s_prior_claims_only_what_its_series_vouch_for():
+    # 12 series: the point estimate of the prior's weight (prior_vouch 0, limma's) says
+    # "infinitely many nights" on nights whose spreads happen to agree, every series then takes
+    # the partition's spread, and an HDF5 series whose nights wander is flagged on a clean night;
+    # the 95 % bound (the default) keeps exactly the planted changes
+    runs, _ = read_perflogs(SYNTH)
+    point = {(f['night'], f['params'], f['phase'], f['status'])
+             for f in detect(History(runs), value='efficiency', prior_vouch=0.0)
+             if f['status'] in ('regression', 'improvement')}
+    assert PLANTED < point
+    assert _flags(runs, 'efficiency') == PLANTED
+
+
 def test_detect_on_absolute_bandwidth_removes_the_machine_load_itself():
     # The synthetic nights share a load factor (CV 8 %) that the old per-series detector mistook
     # for changes on absolute bandwidth; the night's common factor (fio among the series) now

@@ -210,9 +210,10 @@ def level_var_factor(h):
 def night_spread(night, present, levels):
     """Night-to-night variance of each series' clean history levels, moderated across the
     partition's series (limma's empirical Bayes, as the within-night sigma is), the prior weighing
-    what the series vouch for (stats.moderated_variances; ``prior_nights`` caps it if set): a
-    series with a short history borrows its partition's spread rather than claiming none. Kept
-    beside it: the series' own estimate (for "watching")."""
+    what the series vouch for (``prior_vouch``: the normal quantile of that bound, 0 for limma's
+    estimate; ``prior_nights`` caps it if set; stats.moderated_variances): a series with a short
+    history borrows its partition's spread rather than claiming none. Kept beside it: the
+    series' own estimate (for "watching")."""
     raw, dofs, own = [], [], []
     for tr in present:
         hist = night.clean_before(tr, night.t, levels[tr])
@@ -221,7 +222,7 @@ def night_spread(night, present, levels):
         dofs.append(len(hist) - 1)
         own.append((v, max(len(hist) - 1, 1), hist))
     mod, dmod = moderated_variances(raw, dofs, max_prior_dof=night.opt['prior_nights'],
-                                    vouched=1.645)
+                                    vouched=night.opt['prior_vouch'])
     for tr, v, d, (vo, do, hist) in zip(present, mod, dmod, own):
         if not np.isfinite(v) or v <= 0:
             continue                # too few series to moderate: the test uses the own spread

@@ -19,8 +19,8 @@ Per system, nights in order (a night = every session of the system that started 
    fixed by that rule, one test per series), against the robust level (Hodges-Lehmann) of its
    clean history (the last ``window`` nights not inside a detected change). Night-to-night
    variance is always in the test, moderated towards the partition's (the prior weighing what
-   the partition's series vouch for at 95 %). With >= 30 series the night's own spread of z
-   (empirical null) widens the scale if the model is too optimistic.
+   the partition's series vouch for at 95 %, ``prior_vouch``). With >= 30 series the night's own
+   spread of z (empirical null) widens the scale if the model is too optimistic.
 4. Suite error rate, in two stages. Screening: Holm's step-down over all fresh series tests of the
    system that night, regressions at ``alpha``, improvements at ``alpha_improvement``; the
    operation rates one family of their own, factor and group tests one each, at
