@@ -187,8 +187,8 @@ def test_damaged_logs_raise_one_clear_error(tmp_path):
 def test_a_log_cut_anywhere_is_one_clear_error_not_a_crash(tmp_path):
     """darshan-util corrupts its heap or segfaults on some logs cut inside a compressed region
     (SIGABRT in 3 of 3 runs over these cuts before the header check): every cut of the logs
-    Darshan 3.5.0 wrote is refused before darshan-util reads it. In a child process, so a crash fails this test
-    instead of killing pytest."""
+    Darshan 3.5.0 wrote is refused before darshan-util reads it. In a child process, so a crash
+    fails this test instead of killing pytest."""
     fixtures = pathlib.Path(__file__).parent / 'fixtures' / 'darshan'
     for src in fixtures.glob('*.darshan'):
         data = src.read_bytes()
