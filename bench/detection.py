@@ -15,7 +15,7 @@ Each trial: 200 checks x write/read + the fio baseline (401 x 2 series), 13 nigh
 Scenarios (lognormal noise, CV of the repetitions):
   a  independent noise CV 15 %, 10 repetitions
   b  a night factor shared by all series and fio (CV 15 %), within-night CV 10 %, 10 repetitions
-  c  the quick suite: 3 repetitions, CV 15 %
+  c  the quick suite: 5 repetitions, CV 15 %
   d  as a, and the whole partition and fio -20 % from night 11 (writes and reads)
   e  heavy tails: as a, and a neighbour's burst: 2 % of repetitions x U(0.3, 0.7), and 0.5 % of
      series-nights a whole night x 0.6 (gone at the re-run)
@@ -56,7 +56,7 @@ FIO = 'BaselineFio'
 SCENARIOS = {
     'a': dict(cv=0.15, reps=10),
     'b': dict(cv=0.10, reps=10, night_cv=0.15),
-    'c': dict(cv=0.15, reps=3),
+    'c': dict(cv=0.15, reps=5),
     'd': dict(cv=0.15, reps=10, partition_drop=0.20),
     'e': dict(cv=0.15, reps=10, rep_burst=0.02, night_burst=0.005),
     'f': dict(cv=0.15, reps=10, state_share=1 / 3, state_factor=0.75),

@@ -1,7 +1,7 @@
 """benchio: a 3-D block of doubles per rank written and read back through each I/O library.
 
 Parameters only; IOBenchBase (iobench_lib/base.py) does build, run, sanity and performance.
-The `quick` suite runs 3 repetitions, `nightly` 10. (size, ranks) come in shapes per suite from
+The `quick` suite runs 5 repetitions, `nightly` 10. (size, ranks) come in shapes per suite from
 the partitions' extras 'benchio_shapes', which also say which suite a pair is in
 (iobench_lib/matrix.py): quick 1 and 2 ranks on `local` (a rank series for the report), nightly
 at rank counts that decompose in 3-D (8 ranks on `local`, one full node on the sites), so the

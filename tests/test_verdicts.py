@@ -268,6 +268,26 @@ def report_for(findings):
          'result': 'pass', 'hashcode': f'{i:08x}'} for i, (s, p, e, c) in enumerate(sorted(cases))]}]}
 
 
+def test_a_factor_re_run_takes_the_bandwidth_checks_that_moved_like_it_never_a_rate():
+    """A flagged stack factor re-runs fio and the series it was read on that moved like it: an
+    operation rate (empty files, ops/s) is no member of a bandwidth factor, so it takes no slot
+    (run 17.2 night 13 re-ran MDEmptyFiles in one of six, and the factor was re-read on five)."""
+    def series(check, params, change, seconds=0.3):
+        return {'system': 'local', 'partition': 'default', 'environ': 'gnu', 'check': check,
+                'params': params, 'phase': 'write', 'scope': 'series', 'status': 'ok',
+                'change': change, 'phase_seconds': seconds, 'night': '2026-01-13'}
+    bw = [series(f'BenchIO %io={i}', f'backend=posix,mode=fpp,pattern=benchio,size={i}', c)
+          for i, c in enumerate((0.0, 0.01, -0.02, 0.03, -0.04, 0.05, 0.06, -0.3))]
+    bw[-1]['status'] = 'regression'           # an outlier: re-run for its own flag
+    short = series('BenchIO %io=short', 'backend=posix,mode=fpp,pattern=benchio,size=64', 0.0, 0.01)
+    rate = series('MDEmptyFiles', 'backend=posix,filesize=0,mode=fpp,pattern=mdfiles', 0.0)
+    fio = series('BaselineFio', 'backend=fio,bs=1M,mode=seq,pattern=fio', -0.01)
+    stack = dict(series('*', '', -0.19), scope='stack', status='regression',
+                 factor_min_seconds=0.1, check='*', environ='*')
+    keys = {k[3] for k in verdict._rerun_keys(bw + [short, rate, fio, stack])}
+    assert keys == {'BaselineFio', 'BenchIO %io=7'} | {f'BenchIO %io={i}' for i in range(6)}
+
+
 def test_detect_json_has_the_contract_fields():
     findings = detect(History(read_perflogs(SYNTH)[0]), latest_only=True)
     for f in findings:

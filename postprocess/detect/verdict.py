@@ -17,7 +17,8 @@ confirmation by a re-run of the flagged checks.
 import datetime
 
 from postprocess.common.findings import group_keys, is_many
-from postprocess.detect.suite import SYSTEM_CHECK, detect, is_baseline_params
+from postprocess.detect.factors import SYSTEM_CHECK, is_baseline_params, is_rate_params
+from postprocess.detect.suite import detect
 from postprocess.history.store import History
 
 FLAGS = ('regression', 'improvement')
@@ -96,8 +97,11 @@ def _rerun_keys(findings):
                     and g.get('change') is not None]
             base = [g for g in same if is_baseline_params(g['params'])]
             # the checks that moved like the partition (smallest change after the common
-            # factor): the re-run estimates the machine's state from them, not from outliers
+            # factor): the re-run estimates the machine's state from them, not from outliers;
+            # an operation rate is no member of a bandwidth factor (detect/factors.py), and a
+            # slot it took left the re-run's factor to fewer members (run 17.2, night 13)
             typical = sorted((g for g in same if not is_baseline_params(g['params'])
+                              and not is_rate_params(g['params'])
                               and g['status'] not in FLAGS and _on_basis(g, f)),
                              key=lambda g: abs(g['change']))[:MAX_SYSTEM_RERUN]
             chosen.update(_key(g) for g in base + typical)
