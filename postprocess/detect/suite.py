@@ -6,7 +6,7 @@ Per system, nights in order (a night = every session of the system that started 
    the Hodges-Lehmann location of log bandwidth (efficient like a mean of logs, robust to a burst),
    with its variance k_n * sigma^2 / n; sigma (within-night spread) is pooled over the series'
    recent nights and shrunk towards the partition's common value (empirical Bayes, limma style),
-   so 3 repetitions still give a usable scale.
+   so 3-5 repetitions still give a usable scale.
 2. Many series at once (detect/factors.py). Per partition and phase, the iobench checks' common
    factor c (median polish; fio left out: it is the filesystem's own reading): a moving factor is
    ONE finding, ``stack`` when fio stayed, ``system`` when fio moved with it (beyond its own

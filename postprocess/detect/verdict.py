@@ -70,7 +70,7 @@ def rerun_runs(findings, report, repetitions):
     The re-run repeats each check as tonight ran it (ReFrame ``--repeat``), not with more
     repetitions in one process: iobench's first repetitions run slower than its later ones (warm
     caches and allocations; up to 2x for the quick suite's 4 MiB here), so the median of 10 in one
-    process is not comparable with the history's medians of 3, and a real slowdown read as none."""
+    process is not comparable with the history's medians of 5, and a real slowdown read as none."""
     repeat = _ran(report, 'repeat')
     per_run = [repeat.get(k) for k in _rerun_keys(findings)]
     per_run = [r for r in per_run if isinstance(r, int) and r > 0]
