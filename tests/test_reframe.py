@@ -164,7 +164,7 @@ def test_perflog_line_has_contract_fields(quick):
         assert set(reps) == {'write', 'read'}
         for samples in reps.values():
             pairs = [s.split(':') for s in samples.split(',')]
-            assert len(pairs) == 3
+            assert len(pairs) == 5                # base.py quick_repeat
             assert all(int(b) == int(params['ranks']) * n ** 3 * 8 and float(t) > 0
                        for b, t in pairs)
         prov = json.loads(fixed['iob_provenance'])
