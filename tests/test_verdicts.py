@@ -271,7 +271,8 @@ def report_for(findings):
 def test_a_factor_re_run_takes_the_bandwidth_checks_that_moved_like_it_never_a_rate():
     """A flagged stack factor re-runs fio and the series it was read on that moved like it: an
     operation rate (empty files, ops/s) is no member of a bandwidth factor, so it takes no slot
-    (run 17.2 night 13 re-ran MDEmptyFiles in one of six, and the factor was re-read on five)."""
+    (run 17.2 night 13 re-ran MDEmptyFiles in one of six, and the factor was re-read on five);
+    nor of a group, whose re-run takes the members that moved most."""
     def series(check, params, change, seconds=0.3):
         return {'system': 'local', 'partition': 'default', 'environ': 'gnu', 'check': check,
                 'params': params, 'phase': 'write', 'scope': 'series', 'status': 'ok',
@@ -286,6 +287,13 @@ def test_a_factor_re_run_takes_the_bandwidth_checks_that_moved_like_it_never_a_r
                  factor_min_seconds=0.1, check='*', environ='*')
     keys = {k[3] for k in verdict._rerun_keys(bw + [short, rate, fio, stack])}
     assert keys == {'BaselineFio', 'BenchIO %io=7'} | {f'BenchIO %io={i}' for i in range(6)}
+    # a group's re-run takes its members that moved most, never a rate of the same library
+    group = dict(series('*', 'backend=posix', -0.19), scope='group', status='regression')
+    for g in bw:
+        g['change'], g['status'] = -0.1, 'ok'
+    rate['change'] = -0.5
+    keys = {k[3] for k in verdict._rerun_keys(bw + [rate, group])}
+    assert 'MDEmptyFiles' not in keys and len(keys) == verdict.MAX_GROUP_RERUN
 
 
 def test_detect_json_has_the_contract_fields():

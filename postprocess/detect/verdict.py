@@ -97,11 +97,8 @@ def _rerun_keys(findings):
                     and g.get('change') is not None]
             base = [g for g in same if is_baseline_params(g['params'])]
             # the checks that moved like the partition (smallest change after the common
-            # factor): the re-run estimates the machine's state from them, not from outliers;
-            # an operation rate is no member of a bandwidth factor (detect/factors.py), and a
-            # slot it took left the re-run's factor to fewer members (run 17.2, night 13)
+            # factor): the re-run estimates the machine's state from them, not from outliers
             typical = sorted((g for g in same if not is_baseline_params(g['params'])
-                              and not is_rate_params(g['params'])
                               and g['status'] not in FLAGS and _on_basis(g, f)),
                              key=lambda g: abs(g['change']))[:MAX_SYSTEM_RERUN]
             chosen.update(_key(g) for g in base + typical)
@@ -112,7 +109,11 @@ def _rerun_keys(findings):
 
 def _on_basis(g, f):
     """Is series finding g among those finding f's level was read on (its bandwidth-bound
-    series, when f says it was read on those only)? The re-run must estimate the same level."""
+    series, when f says it was read on those only)? The re-run must estimate the same level. An
+    operation rate is a member of no factor and no group (detect/suite.py): a re-run slot it took
+    left the level to fewer members (run 17.2 night 13: the factor re-read on five)."""
+    if is_rate_params(g['params']):
+        return False
     bound = f.get('factor_min_seconds')
     return bound is None or (g.get('phase_seconds') or 0.0) >= bound
 
