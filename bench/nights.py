@@ -27,7 +27,8 @@ FAULTS = {
     'read': {'IOFAULT_PHASE': 'read', 'IOFAULT_FACTOR': '0.30'},
     # every create/open/stat/unlink/mkdir/rmdir, and close of what such an open opened, +25 % of
     # its own time, on iobench's files only (not its libraries, /proc...): a ~20 % slower metadata
-    # service. (It was +0.7 ms per call, ~50x an empty-file create here: no realistic size.)
+    # service. (It was +0.7 ms per call, ~50x an empty-file create here: no realistic size.) A
+    # create pays in kind, with dummy creates in its directory (bench/iofault.c pay_in_kind).
     'meta': {'IOFAULT_PHASE': 'meta', 'IOFAULT_FACTOR': '0.25', 'IOFAULT_MATCH': 'iobench_'},
 }
 
