@@ -95,7 +95,7 @@ static void settle(void) {
 
 /* A create holds its directory's lock (the kernel's here, a metadata server's on Lustre): a delay
  * slept after it only fills the time the other ranks wait for that lock anyway (measured
- * 2026-11-27, MDEmptyFiles' shape, 2 ranks: +25 % slept after each call realized +9 % on the
+ * 2026-11-27, MDEmptyFiles' shape, 2 ranks: +25 % slept after each call realized +7-14 % on the
  * create phase). A slower server does more work under that lock, so a create pays in kind: dummy
  * create+unlink pairs in its directory until their own measured time covers what it owes. They
  * queue for the lock as the creates do, so the delay has the creates' contention in it too. */

@@ -11,7 +11,7 @@ on each read call; a read phase spends time outside its read calls too): 20-23 %
 2026-11-27 after run 18, whose read misses were nights the VM ran faster than its history.
 The metadata fault: its charge is a fifth of MDEmptyFiles' four timed phases. That share cannot
 tell a delay the phases absorbed (a create's delay slept while the other rank held the directory:
-+9 % on the create phase, where +25 % was charged) from one they took; bench/fault_size.py
++7-14 % on the create phase, where +25 % was charged) from one they took; bench/fault_size.py
 measures the realized change side by side.
 """
 import json
