@@ -83,9 +83,13 @@ static void pay(void) {
     owed -= now() - t0;
 }
 
-static void owe(double s) {
+static void charge(double s) {
     charged += s;
     owed += s;
+}
+
+static void owe(double s) {
+    charge(s);
     if (owed >= 5e-4) pay();
 }
 
@@ -145,9 +149,8 @@ static unsigned char opened[MAXFD];
 #define META_CALL(path, call, opens, creates) do { \
         init(); int errsv_; double t0_ = now(); __typeof__(call) r_ = call; errsv_ = errno; \
         if (mode == META && path_matches(path)) { \
-            if (creates) { charged += factor * (now() - t0_); owed += factor * (now() - t0_); \
-                           pay_in_kind(path); } \
-            else owe(factor * (now() - t0_)); \
+            double d_ = factor * (now() - t0_); \
+            if (creates) { charge(d_); pay_in_kind(path); } else owe(d_); \
             if ((opens) && (long)r_ >= 0 && (long)r_ < MAXFD) opened[(long)r_] = 1; } \
         errno = errsv_; return r_; } while (0)
 
