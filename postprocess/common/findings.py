@@ -3,7 +3,9 @@
 A finding is about one series (scope ``series``) or about many series at once: the partition's
 common factor (``stack``: the iobench checks moved and fio did not, the I/O stack above the
 filesystem; ``system``: fio moved with them, the filesystem or the partition) or one library's or
-check family's checks (``group``, its key in ``params``, e.g. ``backend=hdf5``)."""
+check family's checks (``group``, its key in ``params``, e.g. ``backend=hdf5``). A ``stack`` or
+``system`` finding with ``against`` (``params`` ``against=read``) is one phase's factor judged
+against the other phase's on the same nights: writes slower against reads."""
 
 MANY = ('system', 'stack', 'group')
 # the night is not red for these: a flag the re-run did not reproduce, and a series whose history
@@ -40,9 +42,25 @@ def many_label(f):
         moved = f' ({f["moved"]} of {f["members"]})' if f.get('members') else ''
         return f'{group_label(f)}{moved}'
     fio = f.get('fio_change')
+    if f.get('against'):
+        return _contrast_label(f, fio)
     if f.get('scope') == 'stack':
         # fio "unchanged": not moved beyond its own night-to-night spread (detect/factors.py)
         spread = f' ({fio:+.0%}, within its spread)' if isinstance(fio, (int, float)) else ''
         return f'all iobench checks, fio unchanged{spread}: the I/O stack above the filesystem'
     return ('all checks and fio' + (f' ({fio:+.0%})' if isinstance(fio, (int, float)) else '')
             + ': the filesystem or the partition')
+
+
+def _contrast_label(f, fio):
+    """A phase's factor judged against the other phase's (detect/suite.py contrasts): the night's
+    machine state moved both; what is left is one phase's path."""
+    def pct(x):
+        return f' {x:+.0%}' if isinstance(x, (int, float)) else ''
+    phase, other = f.get('phase', ''), f['against']
+    moved = f'{phase}s{pct(f.get("phase_change"))}, {other}s{pct(f.get("against_change"))}'
+    subject = f'iobench {phase}s against their {other}s ({moved})'
+    if f.get('scope') == 'stack':
+        spread = f' ({fio:+.0%}, within its spread)' if isinstance(fio, (int, float)) else ''
+        return f'{subject}, fio unchanged{spread}: the {phase} path of the I/O stack'
+    return f'{subject}, fio{pct(fio)} too: the {phase} path of the filesystem or the partition'

@@ -93,45 +93,76 @@ def group_levels(trs, c, span):
     return out
 
 
-def tester_for(present, offset=None):
-    """Test of a factor's (or group's) level: its own history's spread, floored at the noise of
-    estimating it as a median of the ``present`` series -- a short history whose nights happened
-    to agree must not make a few percent look like a change. That noise is read where it arises:
-    each history night's spread of the members around the level (their own offsets taken out),
-    MAD-scaled, as a median's standard error (1.2533 sd / sqrt(n)). (It was pi/2 x the members'
-    median night-to-night variance / n: the quick checks' heavy tails and their moderated
-    spreads put it at 6.6 % where the factor's own nights wandered 4.5 % and its nights' spread
-    said 5.2 %, and a slowed stack's -17 % went unflagged, run 16.1.) ``offset``: per night, what
-    is taken from a member's level before its median is the level (a group's leave-group-out
+def estimation_floor(present, levels, hist, offset=None):
+    """The variance of estimating a level as a median of the ``present`` series, read where it
+    arises: each history night's spread of the members around the level (their own offsets taken
+    out), MAD-scaled, as a median's standard error (1.2533 sd / sqrt(n)). ``offset``: per night,
+    what is taken from a member's level before its median is the level (a group's leave-group-out
     common factor)."""
     def member(tr, u):
         return tr.y[u] - (offset[u] if offset is not None else 0.0)
 
-    def floor2(levels, hist):
-        own = {tr: float(np.median([member(tr, u) - levels[u] for u in hist if u in tr.y]))
-               for tr in present if any(u in tr.y for u in hist)}
-        se2 = []
-        for u in hist:
-            r = [member(tr, u) - levels[u] - a for tr, a in own.items() if u in tr.y]
-            if len(r) >= 3:
-                se2.append((1.2533 * mad_sd(r)) ** 2 / len(r))
-        return float(np.mean(se2)) if se2 else 0.0
+    own = {tr: float(np.median([member(tr, u) - levels[u] for u in hist if u in tr.y]))
+           for tr in present if any(u in tr.y for u in hist)}
+    se2 = []
+    for u in hist:
+        r = [member(tr, u) - levels[u] - a for tr, a in own.items() if u in tr.y]
+        if len(r) >= 3:
+            se2.append((1.2533 * mad_sd(r)) ** 2 / len(r))
+    return float(np.mean(se2)) if se2 else 0.0
 
+
+def level_tester(floor):
+    """Test of a level (a factor's, a group's, a contrast's) against its own history's spread,
+    floored at ``floor(levels, hist)``, the noise of estimating it: a short history whose nights
+    happened to agree must not make a few percent look like a change."""
     def tester(track, new, hist, levels):
         c_new = [levels[u] for u in new]
         c_hist = [levels[u] for u in hist]
         est = float(np.mean(c_new)) - robust_level(c_hist)
-        var_c = max(robust_var(c_hist), floor2(levels, hist), 1e-12)
+        var_c = max(robust_var(c_hist), floor(levels, hist), 1e-12)
         z = est / math.sqrt(var_c * (1.0 / len(new) + level_var_factor(len(hist)) / len(hist)))
         dof = max(len(hist) - 1, 1)
         return Evidence(est, z, dof, z, dof)
     return tester
 
 
-def judge(ft, t, levels, night, present, opt, offset=None):
-    """Tonight's evidence on a factor/group level: a dict with status decided later (Holm) for a
-    fresh test, or already decided for a change that goes on."""
-    tester = tester_for(present, offset)
+def tester_for(present, offset=None):
+    """Test of a factor's (or group's) level, floored at the noise of estimating it as a median of
+    the ``present`` series (estimation_floor). (It was pi/2 x the members' median night-to-night
+    variance / n: the quick checks' heavy tails and their moderated spreads put it at 6.6 % where
+    the factor's own nights wandered 4.5 % and its nights' spread said 5.2 %, and a slowed stack's
+    -17 % went unflagged, run 16.1.)"""
+    return level_tester(lambda levels, hist: estimation_floor(present, levels, hist, offset))
+
+
+def contrast_tester(mine, theirs):
+    """Test of a phase's factor against the other phase's (their difference per night), floored
+    at the noise of estimating that difference: the spread of each check's own write-minus-read
+    around it (a check that ran slow at writes tonight mostly ran slow at reads too, so the two
+    factors' estimation noises do not add up). ``mine``, ``theirs``: the series each factor was
+    read on tonight; a check counts when it is in both."""
+    by_kid = {tr.kid: tr for tr in theirs}
+    pairs = [_Difference(tr, by_kid[tr.kid]) for tr in mine if tr.kid in by_kid]
+    return level_tester(lambda levels, hist: estimation_floor(pairs, levels, hist))
+
+
+class _Difference:
+    """One check's phase level minus its other phase's level, per night both have."""
+
+    def __init__(self, a, b):
+        self.y = {u: a.y[u] - b.y[u] for u in a.y if u in b.y}
+
+
+def contrast_levels(mine, theirs):
+    """{night: my factor - their factor} on the nights both were estimated."""
+    return {u: mine[u] - theirs[u] for u in mine if u in theirs}
+
+
+def judge(ft, t, levels, night, present, opt, offset=None, tester=None):
+    """Tonight's evidence on a factor/group/contrast level: a dict with status decided later
+    (Holm) for a fresh test, or already decided for a change that goes on."""
+    tester = tester or tester_for(present, offset)
     cont = continue_change(ft, t, levels, tester, night) if ft.since is not None else None
     if cont is not None:
         ev, hist, _ = cont
@@ -149,10 +180,11 @@ def judge(ft, t, levels, night, present, opt, offset=None):
 
 
 def decide(tests, opt):
-    """Holm over tonight's fresh tests, one family for the common factors (what moved everything)
-    and one for the groups (what moved one library or check family), each at alpha_system: a
-    dozen group tests must not dilute the one question every night asks first."""
-    for kind in ('factor', 'group'):
+    """Holm over tonight's fresh tests, one family for the common factors (what moved everything),
+    one for the groups (what moved one library or check family) and one for the contrasts (one
+    phase's factor against the other's), each at alpha_system: a dozen group tests must not
+    dilute the one question every night asks first."""
+    for kind in ('factor', 'group', 'contrast'):
         fresh = [x for x in tests if x['fresh'] and x['kind'] == kind]
         if not fresh:
             continue
@@ -162,6 +194,12 @@ def decide(tests, opt):
             # a group is a finding when most of its checks moved, not one member dragging its
             # median
             most = kind != 'group' or 2 * (x.get('moved') or 0) >= len(x['trs'])
+            if kind == 'contrast':
+                # a phase slower against the other is that phase's regression only when it
+                # moved down itself (else the other phase got faster); a rise is the other
+                # phase's contrast falling, judged there
+                is_up = False
+                is_down = is_down and x['raw_est'] is not None and x['raw_est'] < 0
             if (is_down or is_up) and most and abs(math.expm1(x['est'])) >= opt['min_effect']:
                 direction = -1 if x['est'] < 0 else 1
                 if direction < 0 and len(x['hist']) < shortest_history(opt):

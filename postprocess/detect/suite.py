@@ -124,6 +124,10 @@ class _Many:
                       for g, members in groups.items()}
         self.group_track = {(g, k): factors.new_track(g[0], g[1], k)
                             for g, plan in self.plans.items() for k in plan}
+        # one phase's factor against the other's (params ``against=<other phase>``)
+        self.contrast_track = {g: factors.new_track(g[0], g[1], contrast_key(g[1]))
+                               for g in groups}
+        self.tonight = {}       # (partition, phase_id): tonight's factor levels, basis, test
 
     def kinds(self, present):
         """The series of one partition and phase by kind, each moderated among its own (a
@@ -153,6 +157,7 @@ class _Many:
             x = factors.judge(ft, t, sys_levels, night, basis_now, opt)
             x.update(where=g, kind='factor', present=present, basis=len(basis_now), bound=bound)
             tests.append(x)
+            self.tonight[g] = (sys_levels, basis_now, x)
         for key, trs in self.plans[g].items():
             use, use_bound = factors.measurable(trs, opt, opt['min_group'])
             now = [tr for tr in use if t in tr.y]
@@ -173,14 +178,40 @@ class _Many:
             tests.append(x)
         return tests
 
+    def contrasts(self, t, night):
+        """Tonight's contrast tests: per partition, each phase's factor against the other's. The
+        machine's own state (a faster VM tonight, a burst) moves both phases together: their
+        difference wanders 2-4 % between nights where each factor wanders 4-9 % (runs 16-19), so
+        a stack slower at writes only is seen against the reads of the same night."""
+        tests, tonight, self.tonight = [], self.tonight, {}
+        for (partition, phase_id), (levels, basis, raw) in tonight.items():
+            other = tonight.get((partition, 1 - phase_id))
+            if other is None:
+                continue
+            o_levels, o_basis, o_raw = other
+            ct = self.contrast_track[(partition, phase_id)]
+            ct.t_now = t
+            x = factors.judge(ct, t, factors.contrast_levels(levels, o_levels), night, None,
+                              self.opt, tester=factors.contrast_tester(basis, o_basis))
+            x.update(where=(partition, phase_id), kind='contrast', present=raw['present'],
+                     basis=raw['basis'], bound=raw['bound'], raw_est=raw['est'],
+                     against_est=o_raw['est'])
+            tests.append(x)
+        return tests
+
     def findings(self, tests, system, nights):
         out = []
+        # a phase's own factor flagged tonight says it first; its contrast would repeat it
+        fallen = {x['where'] for x in tests if x['kind'] == 'factor'
+                  and x['status'] == 'regression'}
         for x in tests:
+            if x['kind'] == 'contrast' and x['where'] in fallen:
+                continue
             partition, phase_id = x['where']
             present = x['present']
             sid = self.history.sessions[present[0].sid[x['track'].t_now]]['id']
             change = None if x['est'] is None else math.expm1(x['est'])
-            if x['kind'] == 'factor':
+            if x['kind'] in ('factor', 'contrast'):
                 fio, fio_p = factors.baseline_change(present, self.keys_of, x['track'].t_now,
                                                      x['hist'])
                 # fio moved with the checks: by half their change, or by a change of its own
@@ -192,6 +223,10 @@ class _Many:
                 scope = 'system' if fio is None or moved_too else 'stack'
                 extra = {'fio_change': fio}
                 n = len(present)
+                if x['kind'] == 'contrast':
+                    extra.update(params=contrast_key(phase_id), against=PHASES[1 - phase_id],
+                                 phase_change=_pct(x['raw_est']),
+                                 against_change=_pct(x['against_est']))
             else:
                 scope, n = 'group', len(x['trs'])
                 extra = {'params': x['key'], 'members': n, 'moved': x.get('moved')}
@@ -200,6 +235,15 @@ class _Many:
             out.append(factors.finding(x, system, partition, PHASES[phase_id], nights, sid, n,
                                        scope, extra))
         return out
+
+
+def contrast_key(phase_id):
+    """The ``params`` of a contrast finding: the phase it is judged against."""
+    return f'against={PHASES[1 - phase_id]}'
+
+
+def _pct(est):
+    return None if est is None else math.expm1(est)
 
 
 def _mark_unconfirmed(tracks, nights, history, unconfirmed):
@@ -234,7 +278,9 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
         for (partition, _), ft in many.factor.items():
             ft.unconfirmed.update(burst[partition])
             ft.excluded.update(burst[partition])      # a burst, not a level: out of the history
-        for ((partition, phase_id), gkey), gt in many.group_track.items():
+        tracks_by_key = [((g, gkey), gt) for (g, gkey), gt in many.group_track.items()]
+        tracks_by_key += [((g, contrast_key(g[1])), ct) for g, ct in many.contrast_track.items()]
+        for ((partition, phase_id), gkey), gt in tracks_by_key:
             key = (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, gkey, PHASES[phase_id])
             gt.unconfirmed.update(index[n] for n in unconfirmed.get(key, ()) if n in index)
             gt.excluded.update(gt.unconfirmed)
@@ -302,6 +348,7 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
                         res['z'] /= s0
                         res['z_own'] /= s0
             fresh += group_fresh
+        many_tests += many.contrasts(t, night)
         factors.decide(many_tests, opt)
         out += many.findings(many_tests, system, nights)
         for (tr, est, z, p, hist), kept in zip(rerun, holm([r[3] for r in rerun],

@@ -146,6 +146,8 @@ def confirm(history_runs, confirm_runs, tonight_findings, unconfirmed=None):
         if s['id'].startswith('confirm:'):
             s['night'] = label
     systems = {(f['partition'], f['phase']) for f in flagged if f.get('scope') in ('system', 'stack')}
+    # a phase judged against the other (a contrast finding): both factors from the re-run
+    systems |= {(f['partition'], f['against']) for f in flagged if f.get('against')}
     again = {(g['system'], g['partition'], g['environ'], g['check'], g['params'], g['phase']): g
              for g in detect(history, latest_only=True, carry_night=label,
                              estimate_factor=systems, unconfirmed=unconfirmed)
