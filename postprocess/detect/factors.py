@@ -195,11 +195,12 @@ def decide(tests, opt):
             # median
             most = kind != 'group' or 2 * (x.get('moved') or 0) >= len(x['trs'])
             if kind == 'contrast':
-                # a phase slower against the other is that phase's regression only when it
-                # moved down itself (else the other phase got faster); a rise is the other
-                # phase's contrast falling, judged there
+                # a phase slower against the other is that phase's regression only when it fell
+                # by more than the other rose (else the other phase got faster: reads +20 % with
+                # writes steady is no write regression); a rise is the other phase's contrast
+                # falling, judged there
                 is_up = False
-                is_down = is_down and x['raw_est'] is not None and x['raw_est'] < 0
+                is_down = is_down and _fell_most(x['raw_est'], x['against_est'])
             if (is_down or is_up) and most and abs(math.expm1(x['est'])) >= opt['min_effect']:
                 direction = -1 if x['est'] < 0 else 1
                 if direction < 0 and len(x['hist']) < shortest_history(opt):
@@ -214,6 +215,11 @@ def decide(tests, opt):
                 x['status'] = 'regression' if direction < 0 else 'improvement'
                 x['since'] = x['track'].start_change(x['levels'], x['track'].t_now, direction,
                                                      x['k'])
+
+
+def _fell_most(mine, theirs):
+    """Did this phase's own factor fall tonight, by more than the other phase's rose?"""
+    return mine is not None and mine < 0 and (theirs is None or -mine >= theirs)
 
 
 def shortest_history(opt):
