@@ -7,11 +7,13 @@ Per system, nights in order (a night = every session of the system that started 
    with its variance k_n * sigma^2 / n; sigma (within-night spread) is pooled over the series'
    recent nights and shrunk towards the partition's common value (empirical Bayes, limma style),
    so 3-5 repetitions still give a usable scale.
-2. Many series at once (detect/factors.py). Per partition and phase, the iobench checks' common
+2. Many series at once (detect/many.py, detect/factors.py). Per partition and phase, the iobench checks' common
    factor c (median polish; fio left out: it is the filesystem's own reading): a moving factor is
    ONE finding, ``stack`` when fio stayed, ``system`` when fio moved with it (beyond its own
    night-to-night spread: one-sided p < ``alpha_fio``). The checks of one
-   library or check family are one more level each (``group``). Series are judged on their
+   library or check family are one more level each (``group``), and each phase's factor is
+   judged against the other phase's (a contrast, ``params`` ``against=<phase>``: the machine's
+   state moves both, one path's change stands out of their difference). Series are judged on their
    residual r = level - c; fio and the operation rates of empty files (a metadata server's
    reading, factors.is_rate_params) on their own level, their noise moderated among their kind.
 3. Evidence. A series' residual tonight, pooled with the consecutive nights just before it that
@@ -52,6 +54,7 @@ from postprocess.detect import factors
 from postprocess.detect.evidence import (NightJudge, build_tracks, continue_change, fresh_evidence,
                                          night_spread, p_toward, t_tails, within_noise)
 from postprocess.detect.factors import SYSTEM_CHECK, is_baseline_params  # noqa: F401 (API)
+from postprocess.detect.many import Many
 from postprocess.detect.options import DEFAULTS
 from postprocess.detect.outliers import OUTLIER_K, outlier_indices
 from postprocess.history.perflog import PHASES
@@ -105,147 +108,6 @@ def _outliers(vals, phase):
     return outlier_indices(vals, OUTLIER_K.get(phase, 12.0))
 
 
-class _Many:
-    """The factor and group tracks of one system, and their findings night by night."""
-
-    def __init__(self, groups, history, opt):
-        self.history, self.opt = history, opt
-        self.keys_of = lambda tr: history.keys[tr.kid]
-        # judged on their own level, never after the common factor nor shaping it: fio (the
-        # filesystem's reading) and the operation rates of empty files (factors.is_rate_params)
-        self.rates = {tr for members in groups.values() for tr in members
-                      if factors.is_rate_params(self.keys_of(tr)[4])}
-        self.fio = {tr for members in groups.values() for tr in members
-                    if is_baseline_params(self.keys_of(tr)[4])} - self.rates
-        self.baseline = self.rates | self.fio
-        self.factor = {g: factors.new_track(*g) for g in groups}
-        self.plans = {g: factors.plan_groups([tr for tr in members if tr not in self.baseline],
-                                             self.keys_of, opt['min_group'])
-                      for g, members in groups.items()}
-        self.group_track = {(g, k): factors.new_track(g[0], g[1], k)
-                            for g, plan in self.plans.items() for k in plan}
-        # one phase's factor against the other's (params ``against=<other phase>``)
-        self.contrast_track = {g: factors.new_track(g[0], g[1], contrast_key(g[1]))
-                               for g in groups}
-        self.tonight = {}       # (partition, phase_id): tonight's factor levels, basis, test
-
-    def kinds(self, present):
-        """The series of one partition and phase by kind, each moderated among its own (a
-        rate's noise is not a bandwidth's, nor fio's whole level a check's residual; a kind of
-        fewer than five keeps its own evidence)."""
-        rates = [tr for tr in present if tr in self.rates]
-        fio = [tr for tr in present if tr in self.fio]
-        rest = [tr for tr in present if tr not in self.baseline]
-        return [kind for kind in (rates, fio, rest) if kind]
-
-    def common_factor(self, members, span, nights, carry):
-        """The common factor of one partition and phase: (c, nights it was estimated on)."""
-        checks = [tr for tr in members if tr not in self.baseline]
-        return factors.polish_factor(checks, span, nights, self.opt, carry)
-
-    def judge(self, g, members, present, t, span, nights, night, carry, c, sys_levels):
-        """Tonight's factor and group tests of one partition and phase (after night_spread)."""
-        opt, tests = self.opt, []
-        checks = [tr for tr in members if tr not in self.baseline]
-        basis, bound = factors.measurable(checks, opt, opt['min_common'])
-        if bound is not None:       # the factor's finding: on the bandwidth-bound checks
-            _, sys_levels = factors.polish_factor(basis, span, nights, opt, carry)
-        basis_now = [tr for tr in basis if t in tr.y]
-        if t in sys_levels:
-            ft = self.factor[g]
-            ft.t_now = t
-            x = factors.judge(ft, t, sys_levels, night, basis_now, opt)
-            x.update(where=g, kind='factor', present=present, basis=len(basis_now), bound=bound)
-            tests.append(x)
-            self.tonight[g] = (sys_levels, basis_now, x)
-        for key, trs in self.plans[g].items():
-            use, use_bound = factors.measurable(trs, opt, opt['min_group'])
-            now = [tr for tr in use if t in tr.y]
-            if len(now) < opt['min_group']:
-                continue
-            mine = set(trs)
-            others, _ = factors.measurable([tr for tr in checks if tr not in mine], opt,
-                                           opt['min_common'])
-            c_lgo, _ = factors.polish_factor(others, span, nights, opt, carry)
-            gt = self.group_track[(g, key)]
-            gt.t_now = t
-            x = factors.judge(gt, t, factors.group_levels(use, c_lgo, span), night, now, opt,
-                              offset=c_lgo)
-            x.update(where=g, kind='group', key=key, trs=now, c=c_lgo, present=present,
-                     basis=len(now), bound=use_bound)
-            if x['est'] is not None:
-                x['moved'] = factors.members_moved(now, c_lgo, t, x['hist'], math.expm1(x['est']))
-            tests.append(x)
-        return tests
-
-    def contrasts(self, t, night):
-        """Tonight's contrast tests: per partition, each phase's factor against the other's. The
-        machine's own state (a faster VM tonight, a burst) moves both phases together: their
-        difference wanders 2-4 % between nights where each factor wanders 4-9 % (runs 16-19), so
-        a stack slower at writes only is seen against the reads of the same night."""
-        tests, tonight, self.tonight = [], self.tonight, {}
-        for (partition, phase_id), (levels, basis, raw) in tonight.items():
-            other = tonight.get((partition, 1 - phase_id))
-            if other is None:
-                continue
-            o_levels, o_basis, o_raw = other
-            ct = self.contrast_track[(partition, phase_id)]
-            ct.t_now = t
-            x = factors.judge(ct, t, factors.contrast_levels(levels, o_levels), night, None,
-                              self.opt, tester=factors.contrast_tester(basis, o_basis))
-            x.update(where=(partition, phase_id), kind='contrast', present=raw['present'],
-                     basis=raw['basis'], bound=raw['bound'], raw_est=raw['est'],
-                     against_est=o_raw['est'])
-            tests.append(x)
-        return tests
-
-    def findings(self, tests, system, nights):
-        out = []
-        # a phase's own factor flagged tonight says it first; its contrast would repeat it
-        fallen = {x['where'] for x in tests if x['kind'] == 'factor'
-                  and x['status'] == 'regression'}
-        for x in tests:
-            if x['kind'] == 'contrast' and x['where'] in fallen:
-                continue
-            partition, phase_id = x['where']
-            present = x['present']
-            sid = self.history.sessions[present[0].sid[x['track'].t_now]]['id']
-            change = None if x['est'] is None else math.expm1(x['est'])
-            if x['kind'] in ('factor', 'contrast'):
-                fio, fio_p = factors.baseline_change(present, self.keys_of, x['track'].t_now,
-                                                     x['hist'])
-                # fio moved with the checks: by half their change, or by a change of its own
-                # (10 %), beyond its own night-to-night spread -- the filesystem then has a part
-                # in it, whatever the stack adds
-                moved_too = (fio is not None and change is not None and fio * change > 0
-                             and abs(fio) >= min(abs(change) / 2.0, 0.1)
-                             and fio_p < self.opt['alpha_fio'])
-                scope = 'system' if fio is None or moved_too else 'stack'
-                extra = {'fio_change': fio}
-                n = len(present)
-                if x['kind'] == 'contrast':
-                    extra.update(params=contrast_key(phase_id), against=PHASES[1 - phase_id],
-                                 phase_change=_pct(x['raw_est']),
-                                 against_change=_pct(x['against_est']))
-            else:
-                scope, n = 'group', len(x['trs'])
-                extra = {'params': x['key'], 'members': n, 'moved': x.get('moved')}
-            # what the level was read on: how many series, and their least phase time (None: all)
-            extra.update(factor_series=x['basis'], factor_min_seconds=x['bound'])
-            out.append(factors.finding(x, system, partition, PHASES[phase_id], nights, sid, n,
-                                       scope, extra))
-        return out
-
-
-def contrast_key(phase_id):
-    """The ``params`` of a contrast finding: the phase it is judged against."""
-    return f'against={PHASES[1 - phase_id]}'
-
-
-def _pct(est):
-    return None if est is None else math.expm1(est)
-
-
 def _mark_unconfirmed(tracks, nights, history, unconfirmed):
     index = {n: i for i, n in enumerate(nights)}
     for tr in tracks:
@@ -259,31 +121,10 @@ def _judge_system(tracks, nights, history, opt, carry_night=None, estimate_facto
     groups = {}
     for tr in tracks:
         groups.setdefault((tr.partition, tr.phase_id), []).append(tr)
-    many = _Many(groups, history, opt)
+    many = Many(groups, history, opt)
     if unconfirmed and tracks:
-        system = history.keys[tracks[0].kid][0]
-        index = {n: i for i, n in enumerate(nights)}
-        # a partition-wide flag its re-run refuted: the whole partition was in a burst that night
-        # (the re-run ran every phase of its checks again), so no phase's factor keeps that night
-        # in its history nor pools it (run 16.1: a 184 s night, write -19 % refuted, read -13 %
-        # unflagged, widened the write history so the next nights' stack fault was `ok`, and made
-        # the read fault's `since` that night). Not for series: one series' refuted flag is mostly
-        # a tail draw of its own noise, and dropping it reads its spread low (run 16.1 rejudged:
-        # MDEmptyFiles without its refuted night 8 flagged a -9 % on clean night 11)
-        burst = {}
-        for (partition, phase_id) in many.factor:
-            key = (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, '', PHASES[phase_id])
-            burst.setdefault(partition, set()).update(
-                index[n] for n in unconfirmed.get(key, ()) if n in index)
-        for (partition, _), ft in many.factor.items():
-            ft.unconfirmed.update(burst[partition])
-            ft.excluded.update(burst[partition])      # a burst, not a level: out of the history
-        tracks_by_key = [((g, gkey), gt) for (g, gkey), gt in many.group_track.items()]
-        tracks_by_key += [((g, contrast_key(g[1])), ct) for g, ct in many.contrast_track.items()]
-        for ((partition, phase_id), gkey), gt in tracks_by_key:
-            key = (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, gkey, PHASES[phase_id])
-            gt.unconfirmed.update(index[n] for n in unconfirmed.get(key, ()) if n in index)
-            gt.excluded.update(gt.unconfirmed)
+        many.mark_refuted(history.keys[tracks[0].kid][0], {n: i for i, n in enumerate(nights)},
+                          unconfirmed)
     system = history.keys[tracks[0].kid][0] if tracks else ''
     out = []
     for t in range(len(nights)):
