@@ -126,3 +126,23 @@ def test_a_wandering_machine_without_a_fault_has_no_contrast_regression():
         late = [f for f in found if f.get('against') and f['status'] == 'regression'
                 and f['night'] >= night_of(3)]
         assert not late, late
+
+
+def test_the_terminal_names_the_write_path(tmp_path):
+    """The contrast finding as nightly.sh shows it: one I/O STACK line with both phases' moves."""
+    import json
+    import subprocess
+    m = machine(2, faster=(10, 11))
+    f = contrasts(detect(History(runs(NIGHTS, factor=writes_slower(m)))), night_of(11))[0]
+    f = dict(f, confirmation='confirmed')
+    run = tmp_path / 'run'
+    (run / 'post').mkdir(parents=True)
+    (run / 'post' / 'detect.json').write_text(json.dumps([f]))
+    (run / 'post' / 'verdict.json').write_text(json.dumps(
+        verdict.summary([f], 'done')))
+    proc = subprocess.run([sys.executable, '-m', 'postprocess', 'summary', '--run', str(run)],
+                          cwd=REPO, capture_output=True, text=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith('  I/O STACK')]
+    assert len(lines) == 1, proc.stdout + proc.stderr
+    assert 'iobench writes against their reads (writes -' in lines[0], lines[0]
+    assert 'the write path of the I/O stack' in lines[0] and f'since {night_of(10)}' in lines[0]
