@@ -117,7 +117,9 @@ class Many:
         fallen = {x['where'] for x in tests if x['kind'] == 'factor'
                   and x['status'] == 'regression'}
         for x in tests:
-            if x['kind'] == 'contrast' and x['where'] in fallen:
+            # nor does a contrast without history: the factors' own findings say so
+            if x['kind'] == 'contrast' and (x['where'] in fallen
+                                            or x['status'] == 'insufficient history'):
                 continue
             partition, phase_id = x['where']
             present = x['present']
