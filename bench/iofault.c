@@ -22,8 +22,10 @@
  *   IOFAULT_MATCH   only files whose path contains this string (e.g. "iobench_hdf5_": one
  *                   library's files); empty = every file
  *   IOFAULT_EXE     process name to act in (default iobench)
- *   IOFAULT_REPORT  a file: at exit each acting process appends "<pid> <seconds>", the delay it
- *                   charged (what the fault put into its phases; tests/test_iofault.py reads it)
+ *   IOFAULT_REPORT  a file: at exit each acting process appends "<pid> <seconds> <dir seconds>",
+ *                   the delay it charged (what the fault put into its phases; tests/test_iofault.py
+ *                   reads it) and how much of it was mkdir/rmdir's: mdfiles makes and removes each
+ *                   repetition's directory outside its timed phases
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -44,6 +46,7 @@ enum { OFF, WRITE, READ, META };
 static int mode = -1;
 static double factor = 0.25;
 static double charged;     /* total delay owed over the process's life, seconds */
+static double charged_dirs; /* of which by mkdir/rmdir */
 static void report(void);
 static const char *match = "";
 
@@ -64,7 +67,7 @@ static void init(void) {
 static void report(void) {
     FILE *fp = fopen(getenv("IOFAULT_REPORT"), "a");
     if (!fp) return;
-    fprintf(fp, "%d %.6f\n", (int)getpid(), charged);
+    fprintf(fp, "%d %.6f %.6f\n", (int)getpid(), charged, charged_dirs);
     fclose(fp);
 }
 
@@ -204,5 +207,9 @@ int lstat(const char *p, struct stat *s) { REAL(lstat); META_CALL(p, real_lstat(
 int fstatat(int d, const char *p, struct stat *s, int f) { REAL(fstatat); META_CALL(p, real_fstatat(d, p, s, f), 0, 0); }
 int unlink(const char *p) { REAL(unlink); META_CALL(p, real_unlink(p), 0, 0); }
 int unlinkat(int d, const char *p, int f) { REAL(unlinkat); META_CALL(p, real_unlinkat(d, p, f), 0, 0); }
-int mkdir(const char *p, mode_t m) { REAL(mkdir); META_CALL(p, real_mkdir(p, m), 0, 1); }
-int rmdir(const char *p) { REAL(rmdir); META_CALL(p, real_rmdir(p), 0, 0); }
+static int mkdir_charged(const char *p, mode_t m) { REAL(mkdir); META_CALL(p, real_mkdir(p, m), 0, 1); }
+static int rmdir_charged(const char *p) { REAL(rmdir); META_CALL(p, real_rmdir(p), 0, 0); }
+/* their charge is also counted apart: mdfiles makes and removes its directories untimed */
+int mkdir(const char *p, mode_t m) { double c0 = charged; int r = mkdir_charged(p, m); charged_dirs += charged - c0; return r; }
+int rmdir(const char *p) { double c0 = charged; int r = rmdir_charged(p); charged_dirs += charged - c0; return r; }
+
