@@ -36,7 +36,7 @@ def probe_commands(run_dir, env_names=(), lustre=False, lfs='lfs'):
              f'printf "load\\t%s\\n" "$(cut -d" " -f1-3 /proc/loadavg)" {rec}',
              f'printf "mount\\t%s\\n" "$(findmnt -n -o TARGET,FSTYPE,SOURCE,OPTIONS -T {d})" {rec}',
              f'printf "df\\t%s\\n" "$(df -Pk {d} | tail -n 1)" {rec}',
-             # ext4 without a journal skips recently freed inodes at create time (docs/replays.md)
+             # ext4 without a journal skips recently freed inodes at create time (docs/local-fs.md)
              f'j=/sys/fs/ext4/$(basename "$(findmnt -n -o SOURCE -T {d})")/journal_task',
              f'[ -r "$j" ] && printf "journal\\t%s\\n" "$(cat "$j")" {rec}']
     if lustre:
