@@ -30,7 +30,8 @@ Per system, nights in order (a night = every session of the system that started 
    degrees of freedom; its own spread where its nights contradict the moderated one) does not
    reach the level Holm gave it is ``watching``: shown with its change, never red (a short
    history cannot tell a change from a drift); so is a factor or group fall from a history
-   shorter than the nights' order needs (factors.shortest_history).
+   shorter than the nights' order needs (factors.shortest_history). A flag is at least
+   ``min_effect`` (a series) or ``min_effect_level`` (a factor, group or contrast) in size.
    Confirmation: ci/nightly.sh re-runs the flagged checks right away (verdict.py); the re-run
    alone against the history before the change, Holm over the flags at ``alpha_confirm``.
 5. Persistence. A detected change stays (status regression/improvement) while tonight is closer to
