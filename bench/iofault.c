@@ -148,11 +148,14 @@ static unsigned char opened[MAXFD];
         if (mode == (phase) && fd_matches(fd)) owe(factor * (now() - t0_)); \
         errno = errsv_; return r_; } while (0)
 /* a metadata call on path: the same relative delay (a create's paid in kind); an fd it opens is
- * remembered for its close */
-#define META_CALL(path, call, opens, creates) do { \
+ * remembered for its close; a directory's (mkdir/rmdir) charge is also counted apart, as mdfiles
+ * makes and removes its directories outside its timed phases */
+#define META_CALL(path, call, opens, creates) META_CALL_DIR(path, call, opens, creates, 0)
+#define META_CALL_DIR(path, call, opens, creates, dir) do { \
         init(); int errsv_; double t0_ = now(); __typeof__(call) r_ = call; errsv_ = errno; \
         if (mode == META && path_matches(path)) { \
             double d_ = factor * (now() - t0_); \
+            if (dir) charged_dirs += d_; \
             if (creates) { charge(d_); pay_in_kind(path); } else owe(d_); \
             if ((opens) && (long)r_ >= 0 && (long)r_ < MAXFD) opened[(long)r_] = 1; } \
         errno = errsv_; return r_; } while (0)
@@ -207,9 +210,5 @@ int lstat(const char *p, struct stat *s) { REAL(lstat); META_CALL(p, real_lstat(
 int fstatat(int d, const char *p, struct stat *s, int f) { REAL(fstatat); META_CALL(p, real_fstatat(d, p, s, f), 0, 0); }
 int unlink(const char *p) { REAL(unlink); META_CALL(p, real_unlink(p), 0, 0); }
 int unlinkat(int d, const char *p, int f) { REAL(unlinkat); META_CALL(p, real_unlinkat(d, p, f), 0, 0); }
-static int mkdir_charged(const char *p, mode_t m) { REAL(mkdir); META_CALL(p, real_mkdir(p, m), 0, 1); }
-static int rmdir_charged(const char *p) { REAL(rmdir); META_CALL(p, real_rmdir(p), 0, 0); }
-/* their charge is also counted apart: mdfiles makes and removes its directories untimed */
-int mkdir(const char *p, mode_t m) { double c0 = charged; int r = mkdir_charged(p, m); charged_dirs += charged - c0; return r; }
-int rmdir(const char *p) { double c0 = charged; int r = rmdir_charged(p); charged_dirs += charged - c0; return r; }
-
+int mkdir(const char *p, mode_t m) { REAL(mkdir); META_CALL_DIR(p, real_mkdir(p, m), 0, 1, 1); }
+int rmdir(const char *p) { REAL(rmdir); META_CALL_DIR(p, real_rmdir(p), 0, 0, 1); }
