@@ -10,6 +10,7 @@ rank waits for the directory's lock anyway (docs/replays-runs16-21.md, run 19).
     python bench/fault_size.py                       # meta on MDEmptyFiles' shape, 6 pairs
     python bench/fault_size.py --fault read --rounds 4
     python bench/fault_size.py --lib OLD.so          # another build of the library
+    python bench/fault_size.py --fault write --backend hdf5 --mode independent
 """
 import argparse
 import json
@@ -33,14 +34,15 @@ SHAPES = {
     'read': (['--pattern', 'benchio', '--size', '256'],
              {'read': lambda r: r['read']['total_s']}),
 }
+SHAPES['hdf5'] = SHAPES['write']       # the write fault on HDF5 files only: --backend hdf5
 
 
-def phase_times(iobench, scratch, args, timed, env):
+def phase_times(iobench, scratch, args, timed, env, backend='posix', mode='fpp'):
     with tempfile.TemporaryDirectory(dir=scratch) as d:
         out = Path(d) / 'r.json'
         subprocess.run(['mpirun', '--oversubscribe', '-np', '2']
                        + [a for k, v in env.items() for a in ('-x', f'{k}={v}')]
-                       + [iobench, '--backend', 'posix', '--mode', 'fpp', '--dir', d,
+                       + [iobench, '--backend', backend, '--mode', mode, '--dir', d,
                           '--phase', 'both', '--repeat', '5', '--quiet', '--json', str(out)]
                        + args, check=True)
         reps = json.loads(out.read_text())['repetitions']
@@ -52,6 +54,8 @@ def main(argv=None):
     ap.add_argument('--fault', choices=sorted(SHAPES), default='meta')
     ap.add_argument('--rounds', type=int, default=6, help='clean/faulted pairs (default 6)')
     ap.add_argument('--lib', help='a built fault library (default: build bench/iofault.c)')
+    ap.add_argument('--backend', default='posix', help="iobench's backend (default posix)")
+    ap.add_argument('--mode', default='fpp', help="the backend's mode (default fpp)")
     ap.add_argument('--iobench', default=str(nights.REPO / 'build' / 'iobench'))
     ap.add_argument('--scratch', default=tempfile.gettempdir(), help='where the files go')
     a = ap.parse_args(argv)
@@ -62,12 +66,12 @@ def main(argv=None):
         fault_env = dict(nights.FAULTS[a.fault], LD_PRELOAD=lib)
         ratios = {name: [] for name in timed}
         for _ in range(a.rounds):           # alternating: the machine's drift hits both sides
-            clean = phase_times(a.iobench, a.scratch, args, timed, {})
-            slow = phase_times(a.iobench, a.scratch, args, timed, fault_env)
+            clean = phase_times(a.iobench, a.scratch, args, timed, {}, a.backend, a.mode)
+            slow = phase_times(a.iobench, a.scratch, args, timed, fault_env, a.backend, a.mode)
             for name in timed:
                 ratios[name].append(slow[name] / clean[name])
     for name, rs in ratios.items():
-        print(f"{a.fault} fault, {name} phase time x{statistics.median(rs):.2f} "
+        print(f"{a.fault} fault, {a.backend}/{a.mode} {name} phase time x{statistics.median(rs):.2f} "
               f"(pairs {' '.join(f'{r:.2f}' for r in rs)})")
 
 
