@@ -5,7 +5,8 @@ or bandwidth -20 %).
 
 tests/test_iofault.py asserts what a fault charges; this measures what the phases took. They
 differ where a delay is absorbed: a create's delay slept after the call fills the time the other
-rank waits for the directory's lock anyway (docs/replays-runs16-21.md, run 19).
+rank waits for the directory's lock anyway (docs/replays-runs16-21.md, run 19), a write's the time
+the other rank's data have the disk to themselves (docs/replays-runs22.md); both pay in kind now.
 
     python bench/fault_size.py                       # meta on MDEmptyFiles' shape, 6 pairs
     python bench/fault_size.py --fault read --rounds 4

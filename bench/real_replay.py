@@ -194,6 +194,20 @@ def print_table(rows, out=print):
             f"{sum(x['since_ok'] for x in s)}/{len(s)} |")
 
 
+def night_levels(logs, phase):
+    """(check, params) -> {date: log of the median repetition's bandwidth} of a perflog tree."""
+    sys.path.insert(0, str(nights.REPO))
+    from postprocess.history.perflog import read_perflogs
+    levels = {}
+    for r in read_perflogs(logs)[0]:
+        if 'backend=fio' in r['params'] or not r['reps'] or phase not in r['reps']:
+            continue
+        bw = sorted(b / s for b, s in r['reps'][phase] if s > 0)
+        if bw:
+            levels.setdefault((r['check'], r['params']), {})[r['time'].date()] = math.log(bw[len(bw) // 2])
+    return levels
+
+
 def effects(run_dir, n_nights, out=print):
     """What each fault did to the measurements of a replayed run (its scenarios' perflogs): per
     phase, the common change of the faulted series (HDF5's for ``hdf5``, the metadata-bound
@@ -201,38 +215,56 @@ def effects(run_dir, n_nights, out=print):
     each one's change) on the slowed nights against the clean nights 4..N-2, beside the clean
     nights' spread (SD of a series' nightly level, median over series; SD of the common change).
     A fault is only findable when its change stands out of that spread."""
-    sys.path.insert(0, str(nights.REPO))
-    from postprocess.history.perflog import read_perflogs
     out('| scenario | phase | series | common change, slowed nights | clean SD: series / common |')
     out('|---|---|---|---|---|')
+    pct = lambda x: f'{math.expm1(x):+.0%}'  # noqa: E731
+    clean = slice(JUDGED_FROM, n_nights - 2)
     for scenario in SCENARIOS:
         logs = Path(run_dir) / scenario / 'perflogs'
         if not logs.exists():
             continue
-        levels = {}
-        for r in read_perflogs(logs)[0]:
-            if 'backend=fio' in r['params'] or not r['reps']:
-                continue
-            for phase, reps in r['reps'].items():
-                bw = sorted(b / s for b, s in reps if s > 0)
-                if bw:
-                    levels.setdefault((r['check'], r['params'], phase), {})[r['time'].date()] = \
-                        math.log(bw[len(bw) // 2])
-        clean = slice(JUDGED_FROM, n_nights - 2)
         for phase in ('write', 'read'):
             rows = []
-            for (check, params, ph), by in levels.items():
+            for (check, params), by in night_levels(logs, phase).items():
                 days = sorted(by)
-                if ph == phase and len(days) == n_nights and faulted(scenario, params):
+                if len(days) == n_nights and faulted(scenario, params):
                     base = statistics.median(by[d] for d in days[clean])
                     rows.append([by[d] - base for d in days])
             if not rows:
                 continue
             factor = [statistics.median(col) for col in zip(*rows)]
-            pct = lambda x: f'{math.expm1(x):+.0%}'  # noqa: E731
             out(f'| {scenario} | {phase} | {len(rows)} | {pct(factor[-2])}, {pct(factor[-1])} | '
                 f'{statistics.median(statistics.pstdev(r[clean]) for r in rows):.0%} / '
                 f'{statistics.pstdev(factor[clean]):.0%} |')
+    write_fault_size(run_dir, out)
+
+
+def write_fault_size(run_dir, out=print):
+    """The write fault's size in the suite, free of the machine's drift: each series' level under
+    the fault against the same series on the same nights in the hdf5 scenario, where only HDF5's
+    files are slowed (its two slowed nights run right after the write scenario's)."""
+    run_dir = Path(run_dir)
+    if not ((run_dir / 'write' / 'perflogs').exists() and (run_dir / 'hdf5' / 'perflogs').exists()):
+        return
+    slowed, control = night_levels(run_dir / 'write' / 'perflogs', 'write'), \
+        night_levels(run_dir / 'hdf5' / 'perflogs', 'write')
+    by_backend = {}
+    for key, by in slowed.items():
+        if 'backend=hdf5' in key[1] or key not in control:
+            continue
+        backend = dict(kv.split('=', 1) for kv in key[1].split(',') if '=' in kv).get('backend')
+        for day in sorted(by)[-2:]:
+            if day in control[key]:
+                by_backend.setdefault(backend, []).append(by[day] - control[key][day])
+    every = [x for xs in by_backend.values() for x in xs]
+    if every:
+        out(f'write fault against the same nights unfaulted (hdf5 scenario, its other series): '
+            f'{pct_of(every)} over {len(every)} series-nights ('
+            + ', '.join(f'{b} {pct_of(xs)}' for b, xs in sorted(by_backend.items())) + ')')
+
+
+def pct_of(logs):
+    return f'{math.expm1(statistics.median(logs)):+.0%}'
 
 
 def faulted(scenario, params):
