@@ -163,8 +163,6 @@ static void open_dummy(int fd) {
     }
 }
 
-static void settle(void);
-
 /* time spent paying in kind counts against what is owed */
 static void credit(double seconds) {
     owed -= seconds;

@@ -18,9 +18,10 @@ FIRST_NIGHT = datetime.date(2026, 1, 1)        # the re-dated nights: 2026-01-01
 
 # Faults of a realistic size: +25 % time on the calls of a phase is -20 % bandwidth.
 FAULTS = {
-    # every write and sync +25 % of its own time, paid in kind (a quarter of the bytes again, synced
-    # with the file): slept, the delay was absorbed by the other rank's I/O, x1.07-1.20 on 2-rank
-    # BenchIO phases side by side, x1.13-1.35 in kind (bench/fault_size.py, docs/replays-runs22.md)
+    # every write and sync +25 % of its own time, paid in kind (a quarter of the bytes again, out to
+    # the device before the file's sync): slept, the delay was absorbed by the other rank's I/O,
+    # x1.07-1.20 on 2-rank BenchIO phases side by side, x1.20-1.29 in kind (bench/fault_size.py,
+    # docs/replays-runs22.md)
     'write': {'IOFAULT_PHASE': 'write', 'IOFAULT_FACTOR': '0.25'},
     'hdf5': {'IOFAULT_PHASE': 'write', 'IOFAULT_FACTOR': '0.25', 'IOFAULT_MATCH': 'iobench_hdf5_'},
     # a read phase spends more of its time outside read calls (open, MPI, HDF5/ADIOS2 decoding)

@@ -4,9 +4,9 @@ another into one results tree, each re-dated to its own night, then two nights w
 and per scenario the counts that judge the verdict (issue 18, docs/verdicts.md).
 
 Scenarios (bench/nights.py FAULTS): write (every iobench write and sync +25 % time, paid in kind:
-a quarter of the bytes again), hdf5 (only writes to HDF5 files), read (every iobench read), meta (every create/open/stat/unlink/close of
-iobench's files +25 % of its own time, a create's paid in kind; MDEmptyFiles is the check whose
-time that is). bench/fault_size.py measures what a fault does to a phase, side by side.
+a quarter of the bytes again), hdf5 (only writes to HDF5 files), read (every iobench read), meta
+(every create/open/stat/unlink/close of iobench's files +25 % of its own time, a create's paid in
+kind; MDEmptyFiles is the check whose time that is). bench/fault_size.py measures what a fault does to a phase, side by side.
 
 The clean nights are shared: one results tree runs nights 1..N-2 clean; each scenario then runs its
 two slowed nights on its own copy of the perflogs at that point (the verdict is causal: a night is
@@ -194,18 +194,24 @@ def print_table(rows, out=print):
             f"{sum(x['since_ok'] for x in s)}/{len(s)} |")
 
 
-def night_levels(logs, phase):
-    """(check, params) -> {date: log of the median repetition's bandwidth} of a perflog tree."""
-    sys.path.insert(0, str(nights.REPO))
+def night_levels(logs):
+    """(check, params, phase) -> {date: log of the median repetition's bandwidth} of a perflog
+    tree (fio left out)."""
     from postprocess.history.perflog import read_perflogs
     levels = {}
     for r in read_perflogs(logs)[0]:
-        if 'backend=fio' in r['params'] or not r['reps'] or phase not in r['reps']:
+        if 'backend=fio' in r['params'] or not r['reps']:
             continue
-        bw = sorted(b / s for b, s in r['reps'][phase] if s > 0)
-        if bw:
-            levels.setdefault((r['check'], r['params']), {})[r['time'].date()] = math.log(bw[len(bw) // 2])
+        for phase, reps in r['reps'].items():
+            bw = sorted(b / s for b, s in reps if s > 0)
+            if bw:
+                levels.setdefault((r['check'], r['params'], phase), {})[r['time'].date()] = \
+                    math.log(bw[len(bw) // 2])
     return levels
+
+
+def pct(log_change):
+    return f'{math.expm1(log_change):+.0%}'
 
 
 def effects(run_dir, n_nights, out=print):
@@ -215,19 +221,21 @@ def effects(run_dir, n_nights, out=print):
     each one's change) on the slowed nights against the clean nights 4..N-2, beside the clean
     nights' spread (SD of a series' nightly level, median over series; SD of the common change).
     A fault is only findable when its change stands out of that spread."""
+    sys.path.insert(0, str(nights.REPO))
     out('| scenario | phase | series | common change, slowed nights | clean SD: series / common |')
     out('|---|---|---|---|---|')
-    pct = lambda x: f'{math.expm1(x):+.0%}'  # noqa: E731
     clean = slice(JUDGED_FROM, n_nights - 2)
+    levels = {}
     for scenario in SCENARIOS:
         logs = Path(run_dir) / scenario / 'perflogs'
         if not logs.exists():
             continue
+        levels[scenario] = night_levels(logs)
         for phase in ('write', 'read'):
             rows = []
-            for (check, params), by in night_levels(logs, phase).items():
+            for (check, params, ph), by in levels[scenario].items():
                 days = sorted(by)
-                if len(days) == n_nights and faulted(scenario, params):
+                if ph == phase and len(days) == n_nights and faulted(scenario, params):
                     base = statistics.median(by[d] for d in days[clean])
                     rows.append([by[d] - base for d in days])
             if not rows:
@@ -236,35 +244,30 @@ def effects(run_dir, n_nights, out=print):
             out(f'| {scenario} | {phase} | {len(rows)} | {pct(factor[-2])}, {pct(factor[-1])} | '
                 f'{statistics.median(statistics.pstdev(r[clean]) for r in rows):.0%} / '
                 f'{statistics.pstdev(factor[clean]):.0%} |')
-    write_fault_size(run_dir, out)
+    if 'write' in levels and 'hdf5' in levels:
+        write_fault_size(levels['write'], levels['hdf5'], out)
 
 
-def write_fault_size(run_dir, out=print):
-    """The write fault's size in the suite, free of the machine's drift: each series' level under
-    the fault against the same series on the same nights in the hdf5 scenario, where only HDF5's
-    files are slowed (its two slowed nights run right after the write scenario's)."""
-    run_dir = Path(run_dir)
-    if not ((run_dir / 'write' / 'perflogs').exists() and (run_dir / 'hdf5' / 'perflogs').exists()):
-        return
-    slowed, control = night_levels(run_dir / 'write' / 'perflogs', 'write'), \
-        night_levels(run_dir / 'hdf5' / 'perflogs', 'write')
+def write_fault_size(slowed, control, out=print):
+    """The write fault's size in the suite, free of the machine's drift: each series' write level
+    under the fault (``slowed``: the write scenario's night_levels) against the same series on the
+    same nights in the hdf5 scenario (``control``), where only HDF5's files are slowed (its two
+    slowed nights run right after the write scenario's)."""
+    from postprocess.history.perflog import parse_params
     by_backend = {}
     for key, by in slowed.items():
-        if 'backend=hdf5' in key[1] or key not in control:
+        if key[2] != 'write' or 'backend=hdf5' in key[1] or key not in control:
             continue
-        backend = dict(kv.split('=', 1) for kv in key[1].split(',') if '=' in kv).get('backend')
+        backend = parse_params(key[1]).get('backend')
         for day in sorted(by)[-2:]:
             if day in control[key]:
                 by_backend.setdefault(backend, []).append(by[day] - control[key][day])
     every = [x for xs in by_backend.values() for x in xs]
     if every:
+        med = lambda xs: pct(statistics.median(xs))  # noqa: E731
         out(f'write fault against the same nights unfaulted (hdf5 scenario, its other series): '
-            f'{pct_of(every)} over {len(every)} series-nights ('
-            + ', '.join(f'{b} {pct_of(xs)}' for b, xs in sorted(by_backend.items())) + ')')
-
-
-def pct_of(logs):
-    return f'{math.expm1(statistics.median(logs)):+.0%}'
+            f'{med(every)} over {len(every)} series-nights ('
+            + ', '.join(f'{b} {med(xs)}' for b, xs in sorted(by_backend.items())) + ')')
 
 
 def faulted(scenario, params):
