@@ -99,7 +99,7 @@ def test_a_partition_step_smaller_than_min_effect_level_is_not_a_finding():
 
 
 def test_one_library_slower_is_one_group_finding_and_the_report_folds_its_series():
-    hdf5 = lambda n, b, p, c: 0.75 if n >= 10 and p == 'write' and b == 'hdf5' else 1.0  # noqa: E731
+    hdf5 = lambda n, b, p, c: 0.82 if n >= 10 and p == 'write' and b == 'hdf5' else 1.0  # noqa: E731
     found = detect(History(runs(range(12), factor=hdf5)), latest_only=True)
     flagged = red(found, night_of(11))
     groups = [f for f in flagged if f['scope'] == 'group']

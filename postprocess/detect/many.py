@@ -82,7 +82,7 @@ class Many:
             gt = self.group_track[(g, key)]
             gt.t_now = t
             x = factors.judge(gt, t, factors.group_levels(use, c_lgo, span), night, now, opt,
-                              offset=c_lgo)
+                              tester=factors.group_tester(now, others, c_lgo))
             x.update(where=g, kind='group', key=key, trs=now, c=c_lgo, present=present,
                      basis=len(now), bound=use_bound)
             if x['est'] is not None:
