@@ -20,6 +20,7 @@ class Track:
         self.kid, self.phase_id, self.partition = kid, phase_id, partition
         self.y, self.n, self.resid, self.vals, self.sid = {}, {}, {}, {}, {}
         self.since = None           # night index where the active change began
+        self.flagged = None         # night index whose flag started it (since <= flagged)
         self.direction = 0
         self.excluded = set()       # nights inside detected changes: never history again
         self.z = {}                 # single-night z, for "suspected" pooling
@@ -34,7 +35,7 @@ class Track:
     def start_change(self, levels, t, direction, window_start):
         """A change detected on night ``t``: its start (change points, within the test's window
         from ``window_start``), and its nights kept out of the history from now on."""
-        self.direction = direction
+        self.direction, self.flagged = direction, t
         self.since = change_start(levels, t, direction, window_start)
         self.excluded.update(u for u in levels if self.since <= u <= t)
         return self.since
