@@ -243,6 +243,14 @@ def p_toward(z, dof, direction):
     return p_down if direction < 0 else p_up
 
 
+def still_changed(track, levels, hist, during, t):
+    """Is night t's level still nearer the change's level (its nights ``during``) than the
+    history's, in the change's direction?"""
+    base = float(np.mean([levels[u] for u in hist]))
+    before = float(np.mean([levels[u] for u in during])) - base
+    return track.direction * (levels[t] - base) >= abs(before) / 2.0
+
+
 def continue_change(track, t, levels, tester, night):
     """An active change: still on (est, z, dof, hist, new) or over (None; its nights stay out)."""
     hist = night.clean_before(track, track.since, levels)
@@ -259,9 +267,7 @@ def continue_change(track, t, levels, tester, night):
     if len(hist) < night.opt['min_nights'] or not during:
         track.end_change()
         return None
-    base = float(np.mean([levels[u] for u in hist]))
-    before = float(np.mean([levels[u] for u in during])) - base
-    if track.direction * (levels[t] - base) < abs(before) / 2.0:
+    if not still_changed(track, levels, hist, during, t):
         track.end_change()          # back nearer the old level than the changed one
         return None
     new = during + [t]

@@ -53,7 +53,8 @@ import numpy as np
 from postprocess.common.stats import holm, mad_sd
 from postprocess.detect import factors
 from postprocess.detect.evidence import (NightJudge, build_tracks, continue_change, fresh_evidence,
-                                         night_spread, p_toward, t_tails, within_noise)
+                                         night_spread, p_toward, still_changed, t_tails,
+                                         within_noise)
 from postprocess.detect.factors import SYSTEM_CHECK, is_baseline_params  # noqa: F401 (API)
 from postprocess.detect.many import Many
 from postprocess.detect.options import DEFAULTS
@@ -222,14 +223,10 @@ def _rerun_nights(tr, t, levels, hist):
     alone, the re-run of a change confirmed the night before turned its second night green: run
     25.1's metadata fault, MDEmptyFiles -27 % on night 13 (confirmed), -22 % on night 14 and
     -16 % at its re-run, z -2.4 alone, -4.4 with night 13."""
-    if tr.flagged is None or tr.flagged >= t - 1 or tr.flagged in tr.unconfirmed:
+    if tr.flagged >= t - 1:     # set with `since` (Track.start_change), never by a refuted flag
         return [t]
     earlier = [u for u in sorted(levels) if tr.since <= u < t - 1 and u not in tr.unconfirmed]
-    if not earlier or not hist:
-        return [t]
-    base = float(np.mean([levels[u] for u in hist]))
-    before = float(np.mean([levels[u] for u in earlier])) - base
-    if tr.direction * (levels[t] - base) < abs(before) / 2.0:
+    if not earlier or not hist or not still_changed(tr, levels, hist, earlier, t):
         return [t]              # back nearer the old level: the re-run alone says so
     return earlier + [t]
 
