@@ -389,8 +389,8 @@ def test_a_group_level_is_its_members_common_change_not_its_middle_member():
     """A group's level per night is read after each member's own offset (a median polish): 18
     checks 10-4000 MiB/s apart whose nights wander 20 % each, independently, give a level that
     wanders about 1.2533 x 20 % / sqrt(18) = 6 %. The median of their raw levels is the middle
-    check's level and wanders nearly its 20 % (12 % here; run 24's HDF5 group: 9 % a night where its checks' common
-    change wandered 4 %)."""
+    check's level and wanders nearly its 20 % (12 % here; run 24's HDF5 group: 9 % a night where
+    its checks' common change wandered 4 %)."""
     from postprocess.detect.evidence import Track
     rng = np.random.default_rng(3)
     span = list(range(30))
