@@ -12,6 +12,7 @@ the other rank's data have the disk to themselves (docs/replays-runs22.md); both
     python bench/fault_size.py --fault read --rounds 4
     python bench/fault_size.py --lib OLD.so          # another build of the library
     python bench/fault_size.py --fault write --backend hdf5 --mode independent
+    python bench/fault_size.py --fault hdf5 --backend hdf5 --mode collective --factor 0.4
 """
 import argparse
 import json
@@ -57,6 +58,7 @@ def main(argv=None):
     ap.add_argument('--lib', help='a built fault library (default: build bench/iofault.c)')
     ap.add_argument('--backend', default='posix', help="iobench's backend (default posix)")
     ap.add_argument('--mode', default='fpp', help="the backend's mode (default fpp)")
+    ap.add_argument('--factor', help="IOFAULT_FACTOR instead of the replay's (bench/nights.py)")
     ap.add_argument('--iobench', default=str(nights.REPO / 'build' / 'iobench'))
     ap.add_argument('--scratch', default=tempfile.gettempdir(), help='where the files go')
     a = ap.parse_args(argv)
@@ -65,6 +67,8 @@ def main(argv=None):
         lib = a.lib or str(nights.build_fault_lib(Path(tmp)))
         args, timed = SHAPES[a.fault]
         fault_env = dict(nights.FAULTS[a.fault], LD_PRELOAD=lib)
+        if a.factor:
+            fault_env['IOFAULT_FACTOR'] = a.factor
         ratios = {name: [] for name in timed}
         for _ in range(a.rounds):           # alternating: the machine's drift hits both sides
             clean = phase_times(a.iobench, a.scratch, args, timed, {}, a.backend, a.mode)
