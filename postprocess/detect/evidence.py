@@ -89,6 +89,37 @@ def build_tracks(history, value, horizon=None):
     return out
 
 
+def since_rise(hist, levels, opt):
+    """The nights of ``hist`` since a rise that held (``settle_nights`` or more), else ``hist``: a
+    machine that got faster and stayed so is the level now, as a flagged improvement that held is
+    (continue_change). The rise is the split of ``hist`` with the largest step up (pooled t over
+    both parts' own spreads), significant at ``alpha_improvement`` after Bonferroni over the
+    splits tried; it has held when ``settle_nights`` nights follow it. Only a rise: a fall that was never flagged stays in the level, so a slow decline
+    is still judged against the nights before it."""
+    h, late, early = len(hist), opt['settle_nights'], opt['min_nights']
+    if h < late + early:
+        return hist
+    y = [levels[u] for u in hist]
+    total, total2 = math.fsum(y), math.fsum(v * v for v in y)
+    best, at, sa, sa2 = 0.0, None, 0.0, 0.0
+    for s, v in enumerate(y[:h - 1], 1):        # running sums: ~10^4 calls a night
+        sa, sa2 = sa + v, sa2 + v * v
+        if s < early:
+            continue
+        nb = h - s
+        sb, sb2 = total - sa, total2 - sa2
+        ss = max(sa2 - sa * sa / s + sb2 - sb * sb / nb, 0.0)
+        var = ss / (h - 2) * (1.0 / s + 1.0 / nb)
+        t = (sb / nb - sa / s) / math.sqrt(var) if var > 0 else 0.0
+        if t > best:
+            best, at = t, s
+    if at is None or h - at < late:
+        return hist                 # no rise, or one that has not held settle_nights yet
+    if float(special.stdtr(h - 2, -best)) * (h - early) >= opt['alpha_improvement']:
+        return hist
+    return hist[at:]
+
+
 def robust_var(x):
     """Variance of x with values beyond 3 robust SDs of the median clipped (ddof 1), when they are
     at most one in five.
@@ -128,7 +159,10 @@ class NightJudge:
 
     def clean_before(self, track, k, levels):
         hist = [u for u in sorted(levels) if u < k and u not in track.excluded]
-        return hist[-self.opt['window']:]
+        hist = hist[-self.opt['window']:]
+        if self.opt.get('follow_rise'):
+            return since_rise(hist, levels, self.opt)
+        return hist
 
     def cell_var(self, track, u):
         s2, _ = self.sigma2[track]

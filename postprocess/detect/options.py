@@ -7,4 +7,4 @@ DEFAULTS = {'window': 14, 'min_nights': 3, 'alpha': 0.1, 'alpha_improvement': 0.
             'suspect_z': 1.0, 'empirical_null_min': 30, 'horizon': 60,
             'prior_nights': None, 'prior_vouch': 1.645, 'min_group': 3, 'alpha_fio': 0.05,
             'factor_seconds': 0.1, 'settle_nights': 5,
-            'min_effect_level': 0.1}
+            'min_effect_level': 0.1, 'follow_rise': 1}

@@ -40,7 +40,8 @@ Per system, nights in order (a night = every session of the system that started 
    they turn out not to differ after all (then it was a noisy night, and they rejoin). An
    improvement (or a watched fall of a factor or group) that held ``settle_nights`` nights is the
    level: the nights before it retire, so a fall back is a regression (a regression stays until
-   accepted). ``since``,
+   accepted); so is a rise never flagged that held as long (``follow_rise``,
+   evidence.since_rise). ``since``,
    the night it began, is named by change points over the judged span (Apache Otava's E-divisive,
    detect/changepoint.py).
 
