@@ -108,9 +108,10 @@ def test_the_same_nights_without_the_fault_name_nothing():
 def test_a_rise_that_held_is_the_level_a_fault_falls_from():
     """Run 25.2: MDEmptyFiles' rates rose ~15 % from night 8 and stayed (never flagged: a drift,
     not a step), and the metadata fault read -21 % and -23 % against a history that mixed both
-    levels (z -2.3, -2.6), about -30 % against the recent nights. A rise that held settle_nights nights is the level now
-    (evidence.since_rise), as a flagged improvement that held is. The rise from night 6 here, 15 %;
-    over 10 seeds the old history named the fault on 8 of 20 slowed nights, this one on 15."""
+    levels (z -2.3, -2.6), about -30 % against the recent nights. A rise that held settle_nights
+    nights is the level now (evidence.since_rise), as a flagged improvement that held is. The
+    rise from night 6 here, 15 %; over 10 seeds the old history named the fault on 8 of 20
+    slowed nights, this one on 15."""
     named = sum(names_right('meta', red(detect(History(runs(seed, rise=1.15)), last_nights=2),
                                         night_of(night)))
                 for seed in range(10) for night in SLOW)

@@ -94,8 +94,9 @@ def since_rise(hist, levels, opt):
     machine that got faster and stayed so is the level now, as a flagged improvement that held is
     (continue_change). The rise is the split of ``hist`` with the largest step up (pooled t over
     both parts' own spreads), significant at ``alpha_improvement`` after Bonferroni over the
-    splits tried; it has held when ``settle_nights`` nights follow it. Only a rise: a fall that was never flagged stays in the level, so a slow decline
-    is still judged against the nights before it."""
+    splits tried; it has held when ``settle_nights`` nights follow it. Only a rise: a fall that
+    was never flagged stays in the level, so a slow decline is still judged against the nights
+    before it."""
     h, late, early = len(hist), opt['settle_nights'], opt['min_nights']
     if h < late + early:
         return hist
