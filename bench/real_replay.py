@@ -4,9 +4,10 @@ another into one results tree, each re-dated to its own night, then two nights w
 and per scenario the counts that judge the verdict (issue 18, docs/verdicts.md).
 
 Scenarios (bench/nights.py FAULTS): write (every iobench write and sync +25 % time, paid in kind:
-a quarter of the bytes again), hdf5 (only writes to HDF5 files, +35 %: sized by what it realizes), read (every iobench read), meta
-(every create/open/stat/unlink/close of iobench's files +25 % of its own time, a create's paid in
-kind; MDEmptyFiles is the check whose time that is). bench/fault_size.py measures what a fault does to a phase, side by side.
+a quarter of the bytes again), hdf5 (only writes to HDF5 files, +35 %: sized by what it
+realizes), read (every iobench read), meta (every create/open/stat/unlink/close of iobench's
+files +25 % of its own time, a create's paid in kind; MDEmptyFiles is the check whose time that
+is). bench/fault_size.py measures what a fault does to a phase, side by side.
 
 The clean nights are shared: one results tree runs nights 1..N-2 clean; each scenario then runs its
 two slowed nights on its own copy of the perflogs at that point (the verdict is causal: a night is

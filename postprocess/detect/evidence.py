@@ -96,7 +96,8 @@ def since_rise(hist, levels, opt):
     both parts' own spreads), significant at ``alpha_improvement`` after Bonferroni over the
     splits tried; it has held when ``settle_nights`` nights follow it. Only a rise: a fall that
     was never flagged stays in the level, so a slow decline is still judged against the nights
-    before it."""
+    before it. A scan of t, not Otava's change points (detect/changepoint.py, which names
+    ``since``): its permutation test takes ~2 ms a call, and this runs on every history."""
     h, late, early = len(hist), opt['settle_nights'], opt['min_nights']
     if h < late + early:
         return hist
