@@ -8,12 +8,14 @@ Re-dating: a run's perflog lines carry today's date while it judges itself; afte
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+DATED = re.compile(rb'\d{4}-\d{2}-\d{2}T')         # a perflog data line (its completion time)
 FIRST_NIGHT = datetime.date(2026, 1, 1)        # the re-dated nights: 2026-01-01, -02, ...
 
 # Faults of a realistic size: +25 % time on the calls of a phase is -20 % bandwidth.
@@ -61,22 +63,27 @@ def perflog_sizes(results):
 
 def redate_perflogs(perflogs, sizes, night):
     """Move the lines of a perflog directory appended since ``sizes`` (path -> bytes) to
-    ``night`` (YYYY-MM-DD), in place (same length)."""
-    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat().encode()
+    ``night`` (YYYY-MM-DD), in place (same length). Every appended data line is the run's, whatever
+    its date: a run that crosses midnight has lines of two dates (run 27.1: a night begun at 23:58
+    kept 24 of its 26 lines at the real date, a night of its own after every replayed one)."""
     for path in Path(perflogs).rglob('*.log'):
         start = sizes.get(path, 0)
         with open(path, 'r+b') as fp:
             fp.seek(start)
             lines = fp.read().split(b'\n')
             # the date of the completion time opens each data line; keep the clock time
-            lines = [night.encode() + ln[10:] if ln[:10] == today else ln for ln in lines]
+            lines = [night.encode() + ln[10:] if DATED.match(ln) else ln for ln in lines]
             fp.seek(start)
             fp.write(b'\n'.join(lines))
 
 
-def redate(results, sizes, night):
-    """A run's perflog lines (appended since ``sizes``) and its verdict moved to ``night``."""
-    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat().encode()
+def today():
+    return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+
+
+def redate(results, sizes, night, dates):
+    """A run's perflog lines (appended since ``sizes``) and its verdict moved to ``night``;
+    ``dates``: the real dates the run spanned (its verdict's nights and `since` on them move)."""
     redate_perflogs(Path(results) / 'perflogs', sizes, night)
     shutil.rmtree(Path(results) / 'cache', ignore_errors=True)   # the ingest cache saw the old dates
     # the run's verdict names its night too (detect --runs reads earlier unconfirmed flags)
@@ -85,7 +92,7 @@ def redate(results, sizes, night):
         doc = json.loads(verdict.read_text())
         for f in doc.get('findings', []):
             for k in ('night', 'since'):
-                if str(f.get(k, '')).startswith(today.decode()):
+                if str(f.get(k, ''))[:10] in dates:
                     f[k] = night + str(f[k])[10:]
         verdict.write_text(json.dumps(doc, indent=1))
 
@@ -131,10 +138,10 @@ def run_night(results, i, names=(), fault=None, lib=None, env=None, timeout=3600
     if fault:
         run_env.update(FAULTS[fault], LD_PRELOAD=str(lib))
     sizes = perflog_sizes(results)
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), today()
     proc = nightly(results, names, run_env, timeout)
     seconds = time.monotonic() - t0
-    redate(results, sizes, night_of(i))     # the verdict's nights too
+    redate(results, sizes, night_of(i), {started, today()})     # the verdict's nights too
     verdict_path = Path(results) / 'latest' / 'post' / 'verdict.json'
     verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
     return {'night': night_of(i), 'exit': proc.returncode, 'verdict': verdict, 'fault': fault,
