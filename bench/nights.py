@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DATED = re.compile(rb'\d{4}-\d{2}-\d{2}T')         # a perflog data line (its completion time)
+# a perflog data line opens with its completion time, '%Y-%m-%dT%H:%M:%S%z' (configs/settings.py)
+DATED = re.compile(rb'\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{4}')
+NIGHT_OPENS = datetime.time(20, 0)      # a re-dated night's first line
 FIRST_NIGHT = datetime.date(2026, 1, 1)        # the re-dated nights: 2026-01-01, -02, ...
 
 # Faults of a realistic size: +25 % time on the calls of a phase is -20 % bandwidth.
@@ -63,17 +65,28 @@ def perflog_sizes(results):
 
 def redate_perflogs(perflogs, sizes, night):
     """Move the lines of a perflog directory appended since ``sizes`` (path -> bytes) to
-    ``night`` (YYYY-MM-DD), in place (same length). Every appended data line is the run's, whatever
-    its date: a run that crosses midnight has lines of two dates (run 27.1: a night begun at 23:58
-    kept 24 of its 26 lines at the real date, a night of its own after every replayed one)."""
+    ``night`` (YYYY-MM-DD), in place (same length): the run's first line to 20:00 UTC of that
+    night, every other line at its offset from it. Every appended data line is the run's, whatever
+    its date, and it stays one session (runs under history.store.SESSION_GAP apart): a run that
+    crossed midnight kept its clock times as two nights (run 27.1: a night begun at 23:58 kept 24 of
+    its 26 lines at the real date; moved to its night's date, the two after midnight joined the
+    night before, two minutes from its last line)."""
+    appended, first = [], None
     for path in Path(perflogs).rglob('*.log'):
-        start = sizes.get(path, 0)
-        with open(path, 'r+b') as fp:
-            fp.seek(start)
+        with open(path, 'rb') as fp:
+            fp.seek(sizes.get(path, 0))
             lines = fp.read().split(b'\n')
-            # the date of the completion time opens each data line; keep the clock time
-            lines = [night.encode() + ln[10:] if DATED.match(ln) else ln for ln in lines]
-            fp.seek(start)
+        stamps = [datetime.datetime.fromisoformat(ln[:24].decode()) if DATED.match(ln) else None
+                  for ln in lines]
+        appended.append((path, lines, stamps))
+        first = min([s for s in stamps if s] + ([first] if first else []), default=None)
+    opens = datetime.datetime.combine(datetime.date.fromisoformat(night), NIGHT_OPENS,
+                                      tzinfo=datetime.timezone.utc)
+    for path, lines, stamps in appended:
+        lines = [(opens + (s - first)).strftime('%Y-%m-%dT%H:%M:%S+0000').encode() + ln[24:]
+                 if s else ln for ln, s in zip(lines, stamps)]
+        with open(path, 'r+b') as fp:
+            fp.seek(sizes.get(path, 0))
             fp.write(b'\n'.join(lines))
 
 

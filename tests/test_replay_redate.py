@@ -1,6 +1,7 @@
 """The replays' re-dating (bench/nights.py): a night's perflog lines and verdict move to the night
-it stands for, also when the run crossed midnight (run 27.1: 24 of a night's 26 lines stayed at
-the real date and became a night of their own, after every replayed one)."""
+it stands for, one session on its date, also when the run crossed midnight (run 27.1: 24 of a
+night's 26 lines stayed at the real date and became a night of their own, after every replayed
+one; moved with their clock times, the two after midnight joined the night before)."""
 import json
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ HEADER = b'job_completion_time|name|iob_reps\n'
 OLD = b'2026-01-10T20:00:00+0000|BenchIO|write=1:0.5\n'
 
 
-def test_every_appended_line_moves_to_the_night_whatever_its_date(tmp_path):
+def test_a_run_across_midnight_is_one_session_on_its_night(tmp_path):
     log = tmp_path / 'perflogs' / 'local' / 'default' / 'BenchIO.log'
     log.parent.mkdir(parents=True)
     log.write_bytes(HEADER + OLD)
@@ -24,9 +25,10 @@ def test_every_appended_line_moves_to_the_night_whatever_its_date(tmp_path):
     new = tmp_path / 'perflogs' / 'local' / 'default' / 'MDFiles.log'      # a check's first line
     new.write_bytes(HEADER + b'2026-11-28T00:00:09+0000|MDFiles|write=1:0.1\n')
     nights.redate_perflogs(tmp_path / 'perflogs', sizes, '2026-01-11')
-    assert log.read_bytes() == HEADER + OLD + (b'2026-01-11T23:59:58+0000|BenchIO|write=1:0.5\n'
-                                              b'2026-01-11T00:00:03+0000|BenchIO|write=1:0.6\n')
-    assert new.read_bytes() == HEADER + b'2026-01-11T00:00:09+0000|MDFiles|write=1:0.1\n'
+    # the run's first line at 20:00 of its night, the others at their offsets from it
+    assert log.read_bytes() == HEADER + OLD + (b'2026-01-11T20:00:00+0000|BenchIO|write=1:0.5\n'
+                                              b'2026-01-11T20:00:05+0000|BenchIO|write=1:0.6\n')
+    assert new.read_bytes() == HEADER + b'2026-01-11T20:00:11+0000|MDFiles|write=1:0.1\n'
 
 
 def test_the_verdict_moves_on_the_dates_the_run_spanned_only(tmp_path):

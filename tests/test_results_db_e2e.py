@@ -23,7 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from servers import webhook  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
-from nights import FIRST_NIGHT, nightly, redate_perflogs as redate  # noqa: E402
+from nights import FIRST_NIGHT, NIGHT_OPENS, nightly, redate_perflogs as redate  # noqa: E402
 
 FAST = ['BenchIO.*size=64.*ranks=2.*posix:fpp', 'BaselineFio']
 
@@ -32,10 +32,18 @@ pytestmark = pytest.mark.reframe
 
 
 def redate_db(db, since, night):
-    """Move the sessions stored after unix time ``since`` to ``night`` (same clock time), as
-    redate() does with their perflog lines: every *_unix time of the session and its cases."""
-    today = datetime.datetime.now(datetime.timezone.utc).date()
-    shift = (datetime.date.fromisoformat(night) - today).days * 86400
+    """Move the sessions stored after unix time ``since`` to ``night``, as redate() does with
+    their perflog lines (the first at 20:00 UTC of the night, the rest at their offsets from it):
+    every *_unix time of the session and its cases."""
+    opens = datetime.datetime.combine(datetime.date.fromisoformat(night), NIGHT_OPENS,
+                                      tzinfo=datetime.timezone.utc).timestamp()
+    conn = sqlite3.connect(db)
+    first, = conn.execute('SELECT min(session_start_unix) FROM sessions '
+                          'WHERE session_start_unix > ?', (since,)).fetchone()
+    conn.close()
+    if first is None:
+        return
+    shift = opens - first
 
     def move(doc):
         if isinstance(doc, dict):
