@@ -98,11 +98,20 @@ def run_verdict(args):
     return doc['exit']
 
 
+class PastFlags(dict):
+    """{(system, partition, environ, check, params, phase): {night}} of refuted flags; ``confirmed``:
+    the same for the flags their re-run reproduced (detect/many.py Many.mark_refuted)."""
+
+    def __init__(self):
+        super().__init__()
+        self.confirmed = {}
+
+
 def past_unconfirmed(runs_dir):
-    """{(system, partition, environ, check, params, phase): {night}} of the flags that earlier
-    nights' confirmation re-runs did not reproduce (RUN/post/verdict.json; unreadable ones are
-    passed over: they only sharpen `since`)."""
-    out = {}
+    """The flags that earlier nights' confirmation re-runs did not reproduce, and (``.confirmed``)
+    those they did (RUN/post/verdict.json; unreadable ones are passed over: they only sharpen
+    `since`): a PastFlags."""
+    out = PastFlags()
     try:
         names = sorted(os.listdir(runs_dir))
     except OSError:
@@ -113,10 +122,12 @@ def past_unconfirmed(runs_dir):
             with open(path, encoding='utf-8') as fh:
                 doc = json.load(fh)
             for f in doc.get('findings', []):
-                if f.get('status') == 'unconfirmed':
+                into = (out if f.get('status') == 'unconfirmed' else
+                        out.confirmed if f.get('confirmation') == 'confirmed' else None)
+                if into is not None:
                     key = tuple(str(f.get(k, '')) for k in
                                 ('system', 'partition', 'environ', 'check', 'params', 'phase'))
-                    out.setdefault(key, set()).add(str(f.get('night')))
+                    into.setdefault(key, set()).add(str(f.get('night')))
         except (OSError, ValueError, AttributeError):
             continue
     return out
