@@ -66,7 +66,8 @@ def perflog_sizes(results):
 def redate_perflogs(perflogs, sizes, night):
     """Move the lines of a perflog directory appended since ``sizes`` (path -> bytes) to
     ``night`` (YYYY-MM-DD), in place (same length): the run's first line to 20:00 UTC of that
-    night, every other line at its offset from it. Every appended data line is the run's, whatever
+    night, every other line at its offset from it (returned: that shift in seconds, None without
+    a line; tests/test_results_db_e2e.py moves the DB by it). Every appended data line is the run's, whatever
     its date, and it stays one session (runs under history.store.SESSION_GAP apart): a run that
     crossed midnight kept its clock times as two nights (run 27.1: a night begun at 23:58 kept 24 of
     its 26 lines at the real date; moved to its night's date, the two after midnight joined the
@@ -80,6 +81,8 @@ def redate_perflogs(perflogs, sizes, night):
                   for ln in lines]
         appended.append((path, lines, stamps))
         first = min([s for s in stamps if s] + ([first] if first else []), default=None)
+    if first is None:
+        return None
     opens = datetime.datetime.combine(datetime.date.fromisoformat(night), NIGHT_OPENS,
                                       tzinfo=datetime.timezone.utc)
     for path, lines, stamps in appended:
@@ -88,6 +91,7 @@ def redate_perflogs(perflogs, sizes, night):
         with open(path, 'r+b') as fp:
             fp.seek(sizes.get(path, 0))
             fp.write(b'\n'.join(lines))
+    return (opens - first).total_seconds()
 
 
 def today():

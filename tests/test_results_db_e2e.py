@@ -23,7 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from servers import webhook  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
-from nights import FIRST_NIGHT, NIGHT_OPENS, nightly, redate_perflogs as redate  # noqa: E402
+from nights import FIRST_NIGHT, nightly, redate_perflogs as redate  # noqa: E402
 
 FAST = ['BenchIO.*size=64.*ranks=2.*posix:fpp', 'BaselineFio']
 
@@ -31,19 +31,12 @@ REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.reframe
 
 
-def redate_db(db, since, night):
-    """Move the sessions stored after unix time ``since`` to ``night``, as redate() does with
-    their perflog lines (the first at 20:00 UTC of the night, the rest at their offsets from it):
-    every *_unix time of the session and its cases."""
-    opens = datetime.datetime.combine(datetime.date.fromisoformat(night), NIGHT_OPENS,
-                                      tzinfo=datetime.timezone.utc).timestamp()
-    conn = sqlite3.connect(db)
-    first, = conn.execute('SELECT min(session_start_unix) FROM sessions '
-                          'WHERE session_start_unix > ?', (since,)).fetchone()
-    conn.close()
-    if first is None:
+def redate_db(db, since, shift):
+    """Move the sessions stored after unix time ``since`` by ``shift`` seconds, the shift redate()
+    gave their perflog lines (the run's first line to 20:00 UTC of its night), so that a run read
+    from both is one run: every *_unix time of the session and its cases."""
+    if shift is None:       # the night wrote no perflog line
         return
-    shift = opens - first
 
     def move(doc):
         if isinstance(doc, dict):
@@ -137,8 +130,7 @@ def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
             outs.append(proc.stdout[-4000:] + proc.stderr[-2000:])
             told.append(len(received))
             night = (FIRST_NIGHT + datetime.timedelta(days=i)).isoformat()
-            redate(perflogs, sizes, night)
-            redate_db(results / 'reframe.db', since, night)
+            redate_db(results / 'reframe.db', since, redate(perflogs, sizes, night))
             shutil.rmtree(results / 'cache', ignore_errors=True)
         out = outs[-1]
     # on a mismatch, the output of the first night that differs (not only the last one's)
