@@ -67,11 +67,11 @@ def redate_perflogs(perflogs, sizes, night):
     """Move the lines of a perflog directory appended since ``sizes`` (path -> bytes) to
     ``night`` (YYYY-MM-DD), in place (same length): the run's first line to 20:00 UTC of that
     night, every other line at its offset from it (returned: that shift in seconds, None without
-    a line; tests/test_results_db_e2e.py moves the DB by it). Every appended data line is the run's, whatever
-    its date, and it stays one session (runs under history.store.SESSION_GAP apart): a run that
-    crossed midnight kept its clock times as two nights (run 27.1: a night begun at 23:58 kept 24 of
-    its 26 lines at the real date; moved to its night's date, the two after midnight joined the
-    night before, two minutes from its last line)."""
+    a line; tests/test_results_db_e2e.py moves the DB by it). Every appended data line is the
+    run's, whatever its date, and it stays one session (runs under history.store.SESSION_GAP
+    apart): a run that crossed midnight kept its clock times as two nights (run 27.1: a night
+    begun at 23:58 kept 24 of its 26 lines at the real date; moved to its night's date, the two
+    after midnight joined the night before, two minutes from its last line)."""
     appended, first = [], None
     for path in Path(perflogs).rglob('*.log'):
         with open(path, 'rb') as fp:

@@ -35,7 +35,7 @@ def test_the_verdict_moves_on_the_dates_the_run_spanned_only(tmp_path):
     post = tmp_path / 'latest' / 'post'
     post.mkdir(parents=True)
     findings = [{'night': '2026-11-27', 'since': '2026-11-27'},
-                {'night': '2026-11-28', 'since': '2026-01-09'}]     # since an earlier replayed night
+                {'night': '2026-11-28', 'since': '2026-01-09'}]    # since a replayed night
     (post / 'verdict.json').write_text(json.dumps({'findings': findings}))
     nights.redate(tmp_path, {}, '2026-01-11', {'2026-11-27', '2026-11-28'})
     moved = json.loads((post / 'verdict.json').read_text())['findings']

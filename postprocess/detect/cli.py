@@ -99,8 +99,9 @@ def run_verdict(args):
 
 
 class PastFlags(dict):
-    """{(system, partition, environ, check, params, phase): {night}} of refuted flags; ``confirmed``:
-    the same for the flags their re-run reproduced (detect/many.py Many.mark_refuted)."""
+    """{(system, partition, environ, check, params, phase): {night}} of refuted flags;
+    ``confirmed``: the same for the flags their re-run reproduced (detect/many.py
+    Many.mark_refuted)."""
 
     def __init__(self):
         super().__init__()
