@@ -72,7 +72,7 @@ def redate_perflogs(perflogs, sizes, night):
     apart): a run that crossed midnight kept its clock times as two nights (run 27.1: a night
     begun at 23:58 kept 24 of its 26 lines at the real date; moved to its night's date, the two
     after midnight joined the night before, two minutes from its last line)."""
-    appended, first = [], None
+    appended = []
     for path in Path(perflogs).rglob('*.log'):
         with open(path, 'rb') as fp:
             fp.seek(sizes.get(path, 0))
@@ -80,7 +80,7 @@ def redate_perflogs(perflogs, sizes, night):
         stamps = [datetime.datetime.fromisoformat(ln[:24].decode()) if DATED.match(ln) else None
                   for ln in lines]
         appended.append((path, lines, stamps))
-        first = min([s for s in stamps if s] + ([first] if first else []), default=None)
+    first = min((s for _, _, stamps in appended for s in stamps if s), default=None)
     if first is None:
         return None
     opens = datetime.datetime.combine(datetime.date.fromisoformat(night), NIGHT_OPENS,

@@ -161,8 +161,8 @@ class Many:
         # MDEmptyFiles without its refuted night 8 flagged a -9 % on clean night 11)
         # -- except a phase whose own factor flag the re-run reproduced that night: a change and
         # a burst can meet (run 27.2, night 13: the stack's writes -26 % confirmed, its reads
-        # -19 % refuted; taken for a burst, the write change began again the next night, `since`
-        # one night late)
+        # -19 % refuted; judged again, the confirmed write change read `unconfirmed`). Taken for
+        # a burst, a change that goes on is dated a night late (tests/test_verdicts_burst.py)
         burst, confirmed = {}, getattr(unconfirmed, 'confirmed', {})
         key = {(partition, phase_id): (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, '',
                                        PHASES[phase_id]) for (partition, phase_id) in self.factor}
