@@ -106,6 +106,15 @@ class PastFlags(dict):
     def __init__(self):
         super().__init__()
         self.confirmed = {}
+        self.undecided = {}
+
+
+def _half_again(f):
+    """Did the re-run of a flag it did not confirm still read at least half its change, the same
+    way?"""
+    a, b = f.get('change'), f.get('confirm_change')
+    return (isinstance(a, (int, float)) and isinstance(b, (int, float)) and a * b > 0
+            and abs(b) >= abs(a) / 2.0)
 
 
 def past_unconfirmed(runs_dir):
@@ -129,6 +138,8 @@ def past_unconfirmed(runs_dir):
                     key = tuple(str(f.get(k, '')) for k in
                                 ('system', 'partition', 'environ', 'check', 'params', 'phase'))
                     into.setdefault(key, set()).add(str(f.get('night')))
+                    if into is out and _half_again(f):
+                        out.undecided.setdefault(key, set()).add(str(f.get('night')))
         except (OSError, ValueError, AttributeError):
             continue
     return out

@@ -25,6 +25,7 @@ class Track:
         self.excluded = set()       # nights inside detected changes: never history again
         self.z = {}                 # single-night z, for "suspected" pooling
         self.unconfirmed = set()    # nights whose flag a confirmation re-run did not reproduce
+        self.undecided = set()      # those of them whose re-run read half the change its way
         self.seconds = None         # median phase time over its nights (factors.measurable)
         self.watch = False          # the active change is a fall from a level that never settled
 
@@ -334,7 +335,7 @@ def fresh_evidence(track, t, levels, tester, night):
         u = t - back
         zu = track.z.get(u)
         if u not in levels or u in track.excluded or zu is None or zu * ev.z <= 0 \
-                or abs(zu) < opt['suspect_z'] or u in track.unconfirmed:
+                or abs(zu) < opt['suspect_z'] or u in track.unconfirmed - track.undecided:
             break
         hist_u = night.clean_before(track, u, levels)
         if len(hist_u) < opt['min_nights']:

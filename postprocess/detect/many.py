@@ -164,18 +164,27 @@ class Many:
         # -19 % refuted; judged again, the confirmed write change read `unconfirmed`). Taken for
         # a burst, a change that goes on is dated a night late (tests/test_verdicts_burst.py)
         burst, confirmed = {}, getattr(unconfirmed, 'confirmed', {})
+        # a flag whose re-run still read half its change its way is no burst: undecided, its
+        # night stays in the history and is pooled with the next (evidence.fresh_evidence)
+        undecided = getattr(unconfirmed, 'undecided', {})
+
+        def nights(key, among):
+            return {index[n] for n in among.get(key, ()) if n in index}
+
         key = {(partition, phase_id): (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, '',
                                        PHASES[phase_id]) for (partition, phase_id) in self.factor}
-        for (partition, phase_id) in self.factor:
-            burst.setdefault(partition, set()).update(
-                index[n] for n in unconfirmed.get(key[(partition, phase_id)], ()) if n in index)
+        for g in self.factor:
+            burst.setdefault(g[0], set()).update(nights(key[g], unconfirmed)
+                                                 - nights(key[g], undecided))
         for g, ft in self.factor.items():
-            nights = burst[g[0]] - {index[n] for n in confirmed.get(key[g], ()) if n in index}
-            ft.unconfirmed.update(nights)
-            ft.excluded.update(nights)      # a burst, not a level: out of the history
+            kept = nights(key[g], confirmed)
+            ft.unconfirmed.update((burst[g[0]] | nights(key[g], unconfirmed)) - kept)
+            ft.excluded.update(burst[g[0]] - kept)     # a burst, not a level: out of the history
+            ft.undecided.update(nights(key[g], undecided) - burst[g[0]])
         tracks_by_key = [((g, gkey), gt) for (g, gkey), gt in self.group_track.items()]
         tracks_by_key += [((g, contrast_key(g[1])), ct) for g, ct in self.contrast_track.items()]
         for ((partition, phase_id), gkey), gt in tracks_by_key:
-            key = (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, gkey, PHASES[phase_id])
-            gt.unconfirmed.update(index[n] for n in unconfirmed.get(key, ()) if n in index)
-            gt.excluded.update(gt.unconfirmed)
+            k = (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, gkey, PHASES[phase_id])
+            gt.unconfirmed.update(nights(k, unconfirmed))
+            gt.undecided.update(nights(k, undecided))
+            gt.excluded.update(gt.unconfirmed - gt.undecided)
