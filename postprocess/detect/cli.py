@@ -100,8 +100,9 @@ def run_verdict(args):
 
 class PastFlags(dict):
     """{(system, partition, environ, check, params, phase): {night}} of refuted flags;
-    ``confirmed``: the same for the flags their re-run reproduced (detect/many.py
-    Many.mark_refuted)."""
+    ``confirmed``: the same for the flags their re-run reproduced; ``undecided``: the refuted
+    ones whose re-run still read half their change, their way (detect/many.py
+    Many.mark_refuted: a factor's or group's such night is no burst)."""
 
     def __init__(self):
         super().__init__()
