@@ -335,7 +335,8 @@ def fresh_evidence(track, t, levels, tester, night):
         u = t - back
         zu = track.z.get(u)
         if u not in levels or u in track.excluded or zu is None or zu * ev.z <= 0 \
-                or abs(zu) < opt['suspect_z'] or u in track.unconfirmed - track.undecided:
+                or abs(zu) < opt['suspect_z'] \
+                or (u in track.unconfirmed and u not in track.undecided):
             break
         hist_u = night.clean_before(track, u, levels)
         if len(hist_u) < opt['min_nights']:

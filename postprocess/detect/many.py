@@ -173,14 +173,15 @@ class Many:
 
         key = {(partition, phase_id): (system, partition, SYSTEM_CHECK, SYSTEM_CHECK, '',
                                        PHASES[phase_id]) for (partition, phase_id) in self.factor}
+        refuted = {g: nights(key[g], unconfirmed) for g in self.factor}
+        open_ = {g: nights(key[g], undecided) for g in self.factor}
         for g in self.factor:
-            burst.setdefault(g[0], set()).update(nights(key[g], unconfirmed)
-                                                 - nights(key[g], undecided))
+            burst.setdefault(g[0], set()).update(refuted[g] - open_[g])
         for g, ft in self.factor.items():
             kept = nights(key[g], confirmed)
-            ft.unconfirmed.update((burst[g[0]] | nights(key[g], unconfirmed)) - kept)
+            ft.unconfirmed.update((burst[g[0]] | refuted[g]) - kept)
             ft.excluded.update(burst[g[0]] - kept)     # a burst, not a level: out of the history
-            ft.undecided.update(nights(key[g], undecided) - burst[g[0]])
+            ft.undecided.update(open_[g] - burst[g[0]])
         tracks_by_key = [((g, gkey), gt) for (g, gkey), gt in self.group_track.items()]
         tracks_by_key += [((g, contrast_key(g[1])), ct) for g, ct in self.contrast_track.items()]
         for ((partition, phase_id), gkey), gt in tracks_by_key:
