@@ -52,7 +52,7 @@ def main():
           '| false red factor nights per run |')
     print('|---|---|---|---|---|')
     for s in (float(x) for x in a.wander.split(',')):
-        for alphas in ((0.02, 0.02), (0.05, 0.05), (0.1, 0.1)):
+        for alphas in ((0.02, 0.02), (0.05, 0.02), (0.05, 0.05), (0.1, 0.1)):
             for rho in (0.0, 0.5):
                 pair, false = power(rng, s, rho, *alphas, a.trials)
                 print(f'| {s:.0%} | {alphas[0]} / {alphas[1]} | {rho} | {pair:.0%} | {false:.2f} |')
