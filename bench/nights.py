@@ -100,8 +100,9 @@ def today():
 
 def redate(results, sizes, night, dates):
     """A run's perflog lines (appended since ``sizes``) and its verdict moved to ``night``;
-    ``dates``: the real dates the run spanned (its verdict's nights and `since` on them move)."""
-    redate_perflogs(Path(results) / 'perflogs', sizes, night)
+    ``dates``: the real dates the run spanned (its verdict's nights and `since` on them move).
+    Returned: redate_perflogs' shift."""
+    shift = redate_perflogs(Path(results) / 'perflogs', sizes, night)
     shutil.rmtree(Path(results) / 'cache', ignore_errors=True)   # the ingest cache saw the old dates
     # the run's verdict names its night too (detect --runs reads earlier unconfirmed flags)
     verdict = Path(results) / 'latest' / 'post' / 'verdict.json'
@@ -112,6 +113,7 @@ def redate(results, sizes, night, dates):
                 if str(f.get(k, ''))[:10] in dates:
                     f[k] = night + str(f[k])[10:]
         verdict.write_text(json.dumps(doc, indent=1))
+    return shift
 
 
 def describe_fs(path):

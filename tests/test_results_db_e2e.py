@@ -11,7 +11,6 @@ and that IOREGRESS_NOTIFY got one message (a webhook on loopback).
 import datetime
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from servers import webhook  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
-from nights import FIRST_NIGHT, nightly, redate_perflogs as redate  # noqa: E402
+from nights import FIRST_NIGHT, nightly, redate, today  # noqa: E402
 
 FAST = ['BenchIO.*size=64.*ranks=2.*posix:fpp', 'BaselineFio']
 
@@ -123,15 +122,15 @@ def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
                 faster_history(results, 20.0)
             perflogs = results / 'perflogs'
             sizes = {p: p.stat().st_size for p in perflogs.rglob('*.log')} if perflogs.exists() else {}
-            since = time.time()
+            since, started = time.time(), today()
             env = dict(base, IOREGRESS_SCRATCH='/proc/ioregress-no-such-dir') if i == 4 else base
             proc = nightly(results, FAST, env)
             statuses.append(proc.returncode)
             outs.append(proc.stdout[-4000:] + proc.stderr[-2000:])
             told.append(len(received))
             night = (FIRST_NIGHT + datetime.timedelta(days=i)).isoformat()
-            redate_db(results / 'reframe.db', since, redate(perflogs, sizes, night))
-            shutil.rmtree(results / 'cache', ignore_errors=True)
+            shift = redate(results, sizes, night, {started, today()})    # perflogs and verdict
+            redate_db(results / 'reframe.db', since, shift)
         out = outs[-1]
     # on a mismatch, the output of the first night that differs (not only the last one's)
     wrong = next((i for i, (got, want) in enumerate(zip(statuses, [0, 0, 0, 3, 1]))

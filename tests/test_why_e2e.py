@@ -12,7 +12,8 @@ reference, which a 3 s wait broke), with a site note. Asserted, on what the suit
   its page shows the acceptance and its reason; ``--list``/``--undo`` work, append-only;
 * ``compare --before <clean nights> --after <slow nights>`` exits 3 naming the HDF5 write series,
   and clean against clean exits 0.
-Re-dating as tests/test_verdicts_e2e.py (each run's perflog lines moved to their own night).
+Re-dating as tests/test_verdicts_e2e.py (each run's perflog lines and verdict moved to their own
+night).
 Where darshan-runtime is built ($IOREGRESS_DARSHAN_LIB, else /opt/darshan/lib/libdarshan.so;
 never in the repository) every run is also captured, and the red finding's `why` must carry the
 sentence from the Darshan diff of the two nights' logs; without it that part is skipped.
@@ -30,7 +31,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / 'tests'))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
-from nights import redate_perflogs as redate  # noqa: E402
+from nights import redate, today  # noqa: E402
 
 # every test asserts on one module-scoped sequence of eight real nightlies (~2 min quiet): -m slow
 pytestmark = [pytest.mark.reframe, pytest.mark.slow]
@@ -111,6 +112,7 @@ def nights(tmp_path_factory):
     def run(i, slow=False, note=None):
         perflogs = results / 'perflogs'
         sizes = {p: p.stat().st_size for p in perflogs.rglob('*.log')} if perflogs.exists() else {}
+        started = today()
         cmd = [REPO / 'ci' / 'nightly.sh', '--tag', 'quick', '--system', 'local',
                '--results', results] + [a for n in NAMES for a in ('--name', n)]
         if note:
@@ -121,8 +123,8 @@ def nights(tmp_path_factory):
         run_dir = (results / 'latest').resolve()
         out['runs'].append({'status': proc.returncode, 'out': proc.stdout + proc.stderr,
                             'dir': run_dir})
-        redate(perflogs, sizes, night(i))
-        shutil.rmtree(results / 'cache', ignore_errors=True)   # the ingest cache saw old dates
+        # its verdict too: detect --runs reads earlier nights' refuted flags by their night
+        redate(results, sizes, night(i), {started, today()})
         return out['runs'][-1]
 
     for i in range(CLEAN):

@@ -76,7 +76,7 @@ def run_verdict(args):
         for message in diag:
             print(f'warning: {message}', file=sys.stderr)
         tonight = verdict.confirm(history_runs, confirm_runs, tonight,
-                                  past_unconfirmed(args.runs) if args.runs else None)
+                                  past_unconfirmed(args.runs, args.this_run) if args.runs else None)
         stage = 'done'
     elif any(f['status'] == 'regression' for f in tonight):
         # only a regression is re-run (ci/nightly.sh): an improvement alone waits for no one
@@ -102,12 +102,33 @@ class PastFlags(dict):
     """{(system, partition, environ, check, params, phase): {night}} of refuted flags;
     ``confirmed``: the same for the flags their re-run reproduced; ``undecided``: the refuted
     ones whose re-run still read half their change, their way (detect/many.py
-    Many.mark_refuted: a factor's or group's such night is no burst)."""
+    Many.mark_refuted: a factor's or group's such night is no burst); ``origin``: the run
+    directory (name) whose verdict refuted each (key, night); ``this_run``: the run asking."""
 
-    def __init__(self):
+    def __init__(self, this_run=None):
         super().__init__()
         self.confirmed = {}
         self.undecided = {}
+        self.origin = {}
+        self.this_run = this_run
+
+    def for_tonight(self, night):
+        """The flags that hold while ``night`` is judged by ``this_run``: an earlier session's
+        refutation of that same night is not this run's (a second nightly on one date, after an
+        upgrade, would otherwise have its own flag read `unconfirmed` with no re-run of its own:
+        CI 2026-11-28, an HDF5 write -99 % passed so); its flag gets its own re-run."""
+        if not self.this_run:
+            return self
+        out = PastFlags(self.this_run)
+        out.confirmed = self.confirmed
+        for into, among in ((out, self), (out.undecided, self.undecided)):
+            for key, nights in among.items():
+                kept = {n for n in nights
+                        if n != night or self.origin.get((key, n)) == self.this_run}
+                if kept:
+                    into[key] = kept
+        out.origin = self.origin
+        return out
 
 
 def _half_again(f):
@@ -118,11 +139,11 @@ def _half_again(f):
             and abs(b) >= abs(a) / 2.0)
 
 
-def past_unconfirmed(runs_dir):
+def past_unconfirmed(runs_dir, this_run=None):
     """The flags that earlier nights' confirmation re-runs did not reproduce, and (``.confirmed``)
     those they did (RUN/post/verdict.json; unreadable ones are passed over: they only sharpen
-    `since`): a PastFlags."""
-    out = PastFlags()
+    `since`): a PastFlags. Of two sessions on one night, the later verdict on a series decides."""
+    out = PastFlags(os.path.basename(os.path.normpath(this_run)) if this_run else None)
     try:
         names = sorted(os.listdir(runs_dir))
     except OSError:
@@ -133,14 +154,19 @@ def past_unconfirmed(runs_dir):
             with open(path, encoding='utf-8') as fh:
                 doc = json.load(fh)
             for f in doc.get('findings', []):
+                key = tuple(str(f.get(k, '')) for k in
+                            ('system', 'partition', 'environ', 'check', 'params', 'phase'))
+                night = str(f.get('night'))
+                for among in (out, out.undecided, out.confirmed):
+                    among.get(key, set()).discard(night)    # an earlier session's word on it
                 into = (out if f.get('status') == 'unconfirmed' else
                         out.confirmed if f.get('confirmation') == 'confirmed' else None)
                 if into is not None:
-                    key = tuple(str(f.get(k, '')) for k in
-                                ('system', 'partition', 'environ', 'check', 'params', 'phase'))
-                    into.setdefault(key, set()).add(str(f.get('night')))
-                    if into is out and _half_again(f):
-                        out.undecided.setdefault(key, set()).add(str(f.get('night')))
+                    into.setdefault(key, set()).add(night)
+                    if into is out:
+                        out.origin[(key, night)] = name
+                        if _half_again(f):
+                            out.undecided.setdefault(key, set()).add(night)
         except (OSError, ValueError, AttributeError):
             continue
     return out
@@ -199,7 +225,7 @@ def run(args):
     history = accepted.rebaseline(history, acceptances)
     findings = detect(history, value=args.value, window=args.window,
                       latest_only=not args.all_nights,
-                      unconfirmed=past_unconfirmed(args.runs) if args.runs else None)
+                      unconfirmed=past_unconfirmed(args.runs, args.this_run) if args.runs else None)
     if args.value == 'efficiency' and not findings:
         print('warning: no efficiency values: no fio baseline runs (backend=fio) in these '
               'sessions', file=sys.stderr)

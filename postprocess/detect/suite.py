@@ -287,10 +287,13 @@ def detect(history, value='bw_MiBps', latest_only=False, series=None, last_night
     if horizon is not None and last_nights:
         horizon = max(horizon, last_nights + opt['window'] + opt['pool_nights'])
     for system, (tracks, nights) in build_tracks(history, value, horizon).items():
-        if unconfirmed:
-            _mark_unconfirmed(tracks, nights, history, unconfirmed)
+        # tonight is this run's to confirm, whatever an earlier session of it said (cli.PastFlags)
+        refuted = (unconfirmed.for_tonight(nights[-1])
+                   if nights and hasattr(unconfirmed, 'for_tonight') else unconfirmed)
+        if refuted:
+            _mark_unconfirmed(tracks, nights, history, refuted)
         for f in _judge_system(tracks, nights, history, opt, carry_night, estimate_factor,
-                               unconfirmed or {}):
+                               refuted or {}):
             f['value'] = value
             findings.append(f)
     keyed = {}

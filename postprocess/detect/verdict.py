@@ -137,6 +137,8 @@ def confirm(history_runs, confirm_runs, tonight_findings, unconfirmed=None):
         return tonight_findings
     night = max(f['night'] for f in flagged)
     label = night + CONFIRM_LABEL
+    if hasattr(unconfirmed, 'for_tonight'):
+        unconfirmed = unconfirmed.for_tonight(night)    # as the first stage judged tonight
     start = min(r['time'] for r in confirm_runs)
     for r in confirm_runs:
         r['session'] = f'confirm:{r["system"]}:{r["partition"]}@{start.isoformat()}'
