@@ -260,7 +260,7 @@ elif [[ -e "$run/post/detect.json" ]]; then
     rerun_list=()
     ((confirm_repeat > 0)) && rerun_list=(--rerun-list "$run/post/rerun.txt" --rerun-runs "$run/post/rerun.runs"
                                           --confirm-repeat "$confirm_repeat")
-    verdict "${rerun_list[@]}"
+    verdict "${rerun_list[@]}" --runs "$results/runs"      # a change confirmed before: not re-run
     verdict_status=$?
     if ((verdict_status == 3 && confirm_repeat > 0)) && [[ -s "$run/post/rerun.txt" ]]; then
         stage=confirmation

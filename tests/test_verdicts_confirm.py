@@ -1,6 +1,7 @@
 """The confirmation re-run of a change that goes on (postprocess/detect/suite.py _rerun_nights):
 judged with the change's nights before tonight, not alone, while it is still nearer the changed
-level. Simulated run records through the real History, detector and verdict."""
+level. Simulated run records through the real History, detector and verdict. (ci/nightly.sh
+re-runs such a change only when no earlier night's re-run confirmed it: tests/test_verdicts_carry.py.)"""
 import datetime
 import sys
 from pathlib import Path

@@ -45,8 +45,10 @@ def register(subparsers):
                    help="the re-run's perflog directory: judge flags against the same history "
                         '(needs --perflogs and --system)')
     v.add_argument('--runs', metavar='DIR',
-                   help="with --confirm-perflogs: the nightly's run directories, as detect's "
-                        '--runs (the history leaves out the nights of refuted flags there too)')
+                   help="the nightly's run directories, as detect's --runs: a regression going "
+                        "on from a change an earlier night's re-run confirmed is not re-run "
+                        '(carried); with --confirm-perflogs the history leaves out the nights of '
+                        'refuted flags there too')
     inputs.add_history_args(v)
     v.set_defaults(func=run_verdict)
 
@@ -60,6 +62,8 @@ def run_verdict(args):
     if not isinstance(findings, list) or not isinstance(report, dict):
         raise UsageError(f"unexpected content in '{args.detect}' or '{args.report}'")
     tonight = verdict.scope_tonight(findings, report)
+    past = past_unconfirmed(args.runs, args.this_run) if args.runs else None
+    verdict.carry_confirmed(tonight, past)
     stage = 'none'
     if args.confirm_perflogs:
         if not args.perflogs or not args.system:
@@ -75,10 +79,10 @@ def run_verdict(args):
         confirm_runs = [r for r in confirm_runs if r['system'] == args.system]
         for message in diag:
             print(f'warning: {message}', file=sys.stderr)
-        tonight = verdict.confirm(history_runs, confirm_runs, tonight,
-                                  past_unconfirmed(args.runs, args.this_run) if args.runs else None)
+        tonight = verdict.confirm(history_runs, confirm_runs, tonight, past)
         stage = 'done'
-    elif any(f['status'] == 'regression' for f in tonight):
+    elif any(f['status'] == 'regression' and f.get('confirmation') != verdict.CARRIED
+             for f in tonight):
         # only a regression is re-run (ci/nightly.sh): an improvement alone waits for no one
         stage = 'pending' if args.rerun_list else 'none'
     if args.rerun_list:
