@@ -12,14 +12,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / 'tests'))
 
+from postprocess.common.findings import flag_key  # noqa: E402
 from postprocess.detect import verdict  # noqa: E402
 from postprocess.detect.cli import PastFlags  # noqa: E402
 from postprocess.detect.suite import detect  # noqa: E402
 from postprocess.history.store import History  # noqa: E402
 from test_verdicts import START, flags, night_of, runs_for  # noqa: E402
-
-KEY_FIELDS = ('system', 'partition', 'environ', 'check', 'params', 'phase')
-
 
 def second_night():
     """Check 9's writes -40 % from night 11 on (test_verdicts_confirm.py): the history, night
@@ -34,7 +32,7 @@ def second_night():
 
 def past_with(finding, confirmed_nights):
     past = PastFlags()
-    past.confirmed[tuple(str(finding[k]) for k in KEY_FIELDS)] = set(confirmed_nights)
+    past.confirmed[flag_key(finding)] = set(confirmed_nights)
     return past
 
 

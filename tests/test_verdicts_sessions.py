@@ -9,6 +9,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / 'tests'))
+from postprocess.common.findings import flag_key  # noqa: E402
 from postprocess.detect.cli import past_unconfirmed  # noqa: E402
 from postprocess.detect.suite import detect  # noqa: E402
 from postprocess.detect.verdict import confirm  # noqa: E402
@@ -59,7 +60,7 @@ def test_an_earlier_sessions_refutation_does_not_answer_for_this_run(tmp_path):
     # once the second session's verdict confirmed it, that is the night's last word
     verdict_file(runs_dir, this_run.name + '-x', found, 'regression', 'confirmed')
     later = past_unconfirmed(str(runs_dir))
-    key = tuple(found[k] for k in ('system', 'partition', 'environ', 'check', 'params', 'phase'))
+    key = flag_key(found)
     assert not later.get(key) and later.confirmed[key] == {night_of(TONIGHT)}
     assert slow_write(detect(history(), latest_only=True, unconfirmed=later))['status'] == \
         'regression'

@@ -5,7 +5,7 @@ import os
 import sys
 
 from postprocess.common import atomic
-from postprocess.common.findings import group_label, is_many
+from postprocess.common.findings import flag_key, group_label, is_many
 from postprocess.common.jsonfile import read_json
 from postprocess.common.units import value_unit
 from postprocess.history import inputs
@@ -158,8 +158,7 @@ def past_unconfirmed(runs_dir, this_run=None):
             with open(path, encoding='utf-8') as fh:
                 doc = json.load(fh)
             for f in doc.get('findings', []):
-                key = tuple(str(f.get(k, '')) for k in
-                            ('system', 'partition', 'environ', 'check', 'params', 'phase'))
+                key = flag_key(f)
                 night = str(f.get('night'))
                 for among in (out, out.undecided, out.confirmed):
                     among.get(key, set()).discard(night)    # an earlier session's word on it

@@ -16,7 +16,7 @@ confirmation by a re-run of the flagged checks.
 """
 import datetime
 
-from postprocess.common.findings import group_keys, is_many
+from postprocess.common.findings import flag_key, group_keys, is_many
 from postprocess.detect.factors import SYSTEM_CHECK, is_baseline_params, is_rate_params
 from postprocess.detect.suite import detect
 from postprocess.history.store import History
@@ -71,9 +71,7 @@ def carry_confirmed(findings, past):
         since, night = str(f.get('since') or '')[:10], str(f.get('night') or '')[:10]
         if f['status'] != 'regression' or not since or since >= night:
             continue
-        key = tuple(str(f.get(k, '')) for k in
-                    ('system', 'partition', 'environ', 'check', 'params', 'phase'))
-        if any(since <= n < night for n in confirmed.get(key, ())):
+        if any(since <= n < night for n in confirmed.get(flag_key(f), ())):
             f['confirmation'] = CARRIED
     return findings
 
