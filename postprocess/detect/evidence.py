@@ -280,6 +280,23 @@ def p_toward(z, dof, direction):
     return p_down if direction < 0 else p_up
 
 
+def detectable_fall(est, tests, level, floor):
+    """The smallest fall (a relative change, e.g. -0.23) of a level that tonight's first stage
+    could flag: where each statistic of its test, ``tests`` [(z, dof)] for the same ``est``,
+    reaches the one-sided ``level`` (Holm's first step in its family), and at least ``floor``
+    (``min_effect``). A fall this size is flagged about half the time; a smaller one cannot be.
+    None where the test has no scale (no estimate)."""
+    need = math.log1p(-floor)
+    for z, dof in tests:
+        if not est or not z or not math.isfinite(z):
+            return None
+        se = est / z                # the test's standard error, in log units
+        if not se > 0 or not math.isfinite(se):
+            return None
+        need = min(need, float(special.stdtrit(max(dof, 1.0), level)) * se)
+    return math.expm1(need)
+
+
 def still_changed(track, levels, hist, during, t):
     """Is night t's level still nearer the change's level (its nights ``during``) than the
     history's, in the change's direction?"""

@@ -26,8 +26,9 @@ import numpy as np
 from postprocess.common.findings import group_keys
 from postprocess.common.stats import holm, mad_sd, median_polish
 from postprocess.common.units import value_unit
-from postprocess.detect.evidence import (Evidence, Track, continue_change, fresh_evidence,
-                                         level_var_factor, robust_level, robust_var, t_tails)
+from postprocess.detect.evidence import (Evidence, Track, continue_change, detectable_fall,
+                                         fresh_evidence, level_var_factor, robust_level,
+                                         robust_var, t_tails)
 
 SYSTEM_CHECK = '*'          # check/environ of a finding about many series
 
@@ -191,7 +192,7 @@ def judge(ft, t, levels, night, present, opt, offset=None, tester=None):
     p_down, p_up = t_tails(res['z'], res['dof'])
     return {'track': ft, 'status': 'ok', 'since': None, 'est': res['est'], 'z': res['z'],
             'p': min(p_down, p_up), 'p_dir': (p_down, p_up), 'k': res['k'], 'hist': res['hist'],
-            'levels': levels, 'fresh': True}
+            'levels': levels, 'fresh': True, 'dof': res['dof']}
 
 
 def decide(tests, opt):
@@ -205,6 +206,11 @@ def decide(tests, opt):
             continue
         down = holm([x['p_dir'][0] for x in fresh], opt['alpha_system'])
         up = holm([x['p_dir'][1] for x in fresh], opt['alpha_system'])
+        for x in fresh:     # a fall from a level that never settled is never red: none to see
+            x['detectable'] = (None if len(x['hist']) < shortest_history(opt) else
+                               detectable_fall(x['est'], ((x['z'], x['dof']),),
+                                               opt['alpha_system'] / len(fresh),
+                                               opt['min_effect_level']))
         for x, is_down, is_up in zip(fresh, down, up):
             # a group is a finding when most of its checks moved, not one member dragging its
             # median
@@ -294,7 +300,8 @@ def finding(x, system, partition, phase, nights, sid, n, scope, extra):
          'scope': scope, 'since': None if x['since'] is None else nights[x['since']],
          'median': None if est is None else math.exp(est), 'history_median': 1.0,
          'change': None if est is None else math.expm1(est), 'z': x['z'], 'p': x['p'], 'n': n,
-         'history_nights': len(x['hist']), 'outliers': [], 'session': sid}
+         'history_nights': len(x['hist']), 'outliers': [], 'session': sid,
+         'detectable': x.get('detectable')}
     f.update(extra)
     return f
 

@@ -53,9 +53,9 @@ import numpy as np
 
 from postprocess.common.stats import holm, mad_sd
 from postprocess.detect import factors
-from postprocess.detect.evidence import (NightJudge, build_tracks, continue_change, fresh_evidence,
-                                         night_spread, p_toward, still_changed, t_tails,
-                                         within_noise)
+from postprocess.detect.evidence import (NightJudge, build_tracks, continue_change,
+                                         detectable_fall, fresh_evidence, night_spread, p_toward,
+                                         still_changed, t_tails, within_noise)
 from postprocess.detect.factors import SYSTEM_CHECK, is_baseline_params  # noqa: F401 (API)
 from postprocess.detect.many import Many
 from postprocess.detect.options import DEFAULTS
@@ -82,8 +82,8 @@ def _system_levels(members, c, baseline):
 
 def _finding(track, t, status, est, z, p, since, hist_levels, history, nights, scope, extra=None):
     f = {'history_nights': len(hist_levels), 'change': None if est is None else math.expm1(est),
-         'z': z, 'p': p, 'status': status, 'scope': scope, 'since': since, '_est': est,
-         '_track': track, '_t': t, '_hist': hist_levels}
+         'z': z, 'p': p, 'status': status, 'scope': scope, 'since': since, 'detectable': None,
+         '_est': est, '_track': track, '_t': t, '_hist': hist_levels}
     f.update(history.key_dict(track.kid))
     f.update(phase=PHASES[track.phase_id], night=nights[t],
              session=history.sessions[track.sid[t]]['id'])
@@ -255,9 +255,11 @@ def _screen(fresh, t, nights, history, opt, alpha):
                 status = 'unconfirmed'      # its re-run that night did not reproduce it
             else:
                 since = nights[tr.start_change(res['levels'], t, -1 if is_down else 1, res['k'])]
+        seen = detectable_fall(res['est'], ((res['z'], res['dof']), (res['z_own'], res['dof_own'])),
+                               own_level, opt['min_effect'])
         out.append(_finding(tr, t, status, res['est'], res['z'], min(p_down, p_up), since,
                             res['hist'], history, nights, 'series',
-                            {'pooled_nights': len(res['new'])}))
+                            {'pooled_nights': len(res['new']), 'detectable': seen}))
     return out
 
 

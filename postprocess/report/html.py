@@ -116,6 +116,7 @@ def groups(rest, info, darshan, efficiency):
                'history_median': _scaled(f.get('expected_median', f.get('history_median')),
                                          scale),
                'change': f.get('change'), 'z': f.get('z'), 'n': f.get('n'),
+               'detectable': f.get('detectable'),
                'outliers': ', '.join(map(str, f.get('outliers') or [])),
                'efficiency': (efficiency or {}).get(sk),
                'machine': why_state_text(f.get('machine') or {}),    # postprocess/why/state.py
@@ -152,6 +153,7 @@ def write_report(path, sections, findings, notes, darshan_index=None, title='ior
         attention=attention_lines(verdict['attention'], info, darshan_links),
         not_red=attention_lines(verdict.get('notes', []), info, darshan_links),
         improvements=len(verdict['improvements']), skipped=verdict['skipped'],
+        reach=verdict.get('reach', ''), reach_groups=verdict.get('reach_groups', ''),
         groups=groups(verdict['rest'], info, darshan_links, efficiency),
         darshan_index=_rel(darshan_index, outdir) if darshan_index else None,
         notes=notes, extra_sections=extra_sections or [], accepted=accepted or [],

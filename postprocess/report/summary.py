@@ -82,6 +82,8 @@ def render(result, page=None):
             lines.append(f'  ... and {len(notes) - MAX_LINES} more (see the report)')
     if result['improvements']:
         lines.append(f'{len(result["improvements"])} improvement(s) (in the report)')
+    if result.get('reach'):
+        lines.append(result['reach'])       # what a quiet night could have shown (report/reach.py)
     reasons = {}
     for s in result['skipped']:
         reasons.setdefault(s['reason'] or 'reason not recorded', []).append(s['check'])

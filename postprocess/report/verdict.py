@@ -15,6 +15,7 @@ import re
 from postprocess.common.errors import UsageError
 from postprocess.common.findings import NOT_RED, is_many
 from postprocess.common.jsonfile import read_json
+from postprocess.report.reach import group_reach, reach_line
 
 KEY = ('system', 'partition', 'environ', 'check', 'params')
 FLAGGED = ('regression', 'improvement', 'unconfirmed', 'watching')
@@ -193,7 +194,8 @@ def build(findings, cases=None, skipped_why=None, tonight=None):
              if a['kind'] != 'failed'}
     rest = [f for f in series_scope if finding_key(f) + (f['phase'],) not in shown]
     return {'counts': counts, 'attention': attention, 'notes': notes, 'rest': rest,
-            'skipped': skipped, 'improvements': [f for f in rest if f['status'] == 'improvement']}
+            'skipped': skipped, 'improvements': [f for f in rest if f['status'] == 'improvement'],
+            'reach': reach_line(latest), 'reach_groups': group_reach(latest)}
 
 
 def _in_group(f, g):
