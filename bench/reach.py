@@ -20,23 +20,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from postprocess.common.findings import group_label  # noqa: E402
-from postprocess.common.units import value_unit  # noqa: E402
 from postprocess.detect.cli import past_unconfirmed  # noqa: E402
 from postprocess.detect.suite import detect  # noqa: E402
 from postprocess.history import inputs  # noqa: E402
+from postprocess.report.reach import level_kind  # noqa: E402
 
 
 def level_name(f):
     """The row a finding's figure counts in, or None (fio, contrasts)."""
-    if f['scope'] in ('stack', 'system'):
-        return None if f.get('against') else f'the I/O stack, {f["phase"]}'
-    if f['scope'] == 'group':
+    kind = level_kind(f)
+    if kind == 'stack':
+        return f'the I/O stack, {f["phase"]}'
+    if kind == 'group':
         return f'{group_label(f)}, {f["phase"]}'
-    if 'backend=fio' in f['params']:
-        return None
-    if value_unit(f['params'])[1] != 'MiB/s':
+    if kind == 'rates':
         return f'{f["check"].split(" ", 1)[0]} rate, {f["phase"]}'
-    return 'series'
+    return kind
 
 
 def reach_by_level(tree, system, first):
@@ -46,23 +45,23 @@ def reach_by_level(tree, system, first):
     history = inputs.load_history(ap.parse_args(['--perflogs', str(tree / 'perflogs'),
                                                  '--system', system]))
     findings = detect(history, unconfirmed=past_unconfirmed(str(tree / 'runs')))
-    nights = sorted({f['night'] for f in findings})
+    number = {n: i + 1 for i, n in enumerate(sorted({f['night'] for f in findings}))}
     out, series = collections.defaultdict(list), collections.defaultdict(list)
     for f in findings:
         name = level_name(f)
-        if name is None or f.get('detectable') is None or nights.index(f['night']) + 1 < first:
+        if name is None or f.get('detectable') is None or number[f['night']] < first:
             continue
         (series[f['night']] if name == 'series' else out[name]).append(f['detectable'])
     out['one bandwidth series (the night\'s median)'] = [statistics.median(v)
                                                         for v in series.values()]
-    return out, findings, nights
+    return out, findings, number
 
 
-def each(tree, findings, nights, first, wanted):
+def each(tree, findings, number, first, wanted):
     """One line per night and level whose name holds ``wanted``: its change, figure and status."""
     for f in findings:
         name = level_name(f)
-        i = nights.index(f['night']) + 1
+        i = number[f['night']]
         if name and wanted in name and i >= first and f.get('change') is not None:
             seen = 'n/a' if f.get('detectable') is None else f'{f["detectable"]:+.0%}'
             print(f'{tree} night {i:2d} {name}: change {f["change"]:+.0%}, sees {seen}, '
@@ -84,11 +83,11 @@ def main():
             ap.error(f"no perflogs directory in '{tree}'")
     rows = collections.defaultdict(list)
     for tree in args.trees:
-        levels, findings, nights = reach_by_level(tree, args.system, args.first)
+        levels, findings, number = reach_by_level(tree, args.system, args.first)
         for name, figures in levels.items():
             rows[name] += figures
         if args.each:
-            each(tree, findings, nights, args.first, args.each)
+            each(tree, findings, number, args.first, args.each)
     print('| level | nights | median | 10-90 % of nights |\n|---|---|---|---|')
     for name in sorted(rows):
         v = sorted(-x for x in rows[name])

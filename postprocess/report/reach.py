@@ -19,27 +19,36 @@ def _span(values):
     return _pct(lo) if round(lo, 2) == round(hi, 2) else f'{_pct(lo)}-{_pct(hi)}'
 
 
+def level_kind(f):
+    """The kind of level a finding's figure tells: ``stack`` (a partition's common factor, either
+    scope), ``group``, ``rates`` (metadata operation rates), ``series`` (a bandwidth series), or
+    None (fio, the filesystem's reading and not a check of the stack; a contrast)."""
+    if f.get('scope') == 'group':
+        return 'group'
+    if is_many(f):
+        return None if f.get('against') else 'stack'
+    params = str(f.get('params', ''))
+    if 'backend=fio' in params:
+        return None
+    return 'series' if value_unit(params)[1] == 'MiB/s' else 'rates'
+
+
 def reach(findings):
     """{kind: text} of the smallest fall each kind of level could flag on its latest night:
     ``stack`` per phase, ``groups`` (a library's or check family's checks, as a range),
     ``series`` (the median over the bandwidth series, with their count), ``rates`` (metadata
     operation rates); a kind without a judged level is left out."""
-    out, series, rates, groups, stack = {}, [], [], [], {}
+    out, stack = {}, {}
+    figures = {'group': [], 'rates': [], 'series': []}
     for f in findings:
-        d = f.get('detectable')
-        if d is None:
+        d, kind = f.get('detectable'), level_kind(f)
+        if d is None or kind is None:
             continue
-        if is_many(f):
-            if f.get('scope') == 'group':
-                groups.append(d)
-            elif not f.get('against'):
-                stack[f['phase']] = d
-        elif 'backend=fio' in str(f.get('params', '')):
-            continue            # the filesystem's reading, not a check of the stack
-        elif value_unit(f.get('params'))[1] != 'MiB/s':
-            rates.append(d)
+        if kind == 'stack':
+            stack[f['phase']] = d
         else:
-            series.append(d)
+            figures[kind].append(d)
+    series, rates, groups = figures['series'], figures['rates'], figures['group']
     if stack:
         out['stack'] = ', '.join(f'{phase} {_pct(d)}' for phase, d in sorted(stack.items(),
                                                                               reverse=True))
