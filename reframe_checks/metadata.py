@@ -10,6 +10,9 @@ close, stat, open+close and unlink only, no data and no fsync, so its time is me
 files per rank: 5000, `quick` (0.1-1.5 s create, 20-50 ms open+close here; no `nightly` size yet: it
 would take archer2:compute and jureca-dc:dc-cpu-spack past their budgets, docs/site.md). Its `write`
 series is the create phase, its `read` series the open+close phase (ops/s: docs/CONTRACT.md §3).
+It runs as 8 iobench processes, each in its own directory, their repetitions one measurement
+(iobench_lib/processes.py): the rate moved 11-17 % from one process to the next here, 0-2 % from
+one round of them to the next, so one process's rate is mostly that process's luck.
 
 MDDatasets (seed 003, Exodus-like): one HDF5 file with 1000 datasets and 2100 attributes, collective
 metadata off/on; open, define, write and close timed separately. size = doubles per rank per dataset.
@@ -46,3 +49,4 @@ class MDEmptyFiles(IOBenchBase):
     quick_max_size = 10000
     params = {'filesize': '0'}
     stripe = parameter(['default'], type=str)   # empty files: no stripe to choose
+    processes = 8

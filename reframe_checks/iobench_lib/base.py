@@ -33,7 +33,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import PerformanceError, ReframeError, SanityError
 
-from . import references, results, scaling, scratch
+from . import processes, references, results, scaling, scratch
 from .build import IOBenchBuild
 from .darshan import DarshanCapture
 from .lustre import LustreStripe, stripe_menu
@@ -70,6 +70,10 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
     #: median of 3 moved 10-40 % between nights on a disk with bursts (docs/verdicts.md)
     quick_repeat = variable(int, value=5)
     nightly_repeat = variable(int, value=10)
+    #: iobench launches whose repetitions make one measurement, each in its own run directory:
+    #: for a figure that moves more from process to process than from night to night
+    #: (processes.py; MDEmptyFiles). Stripe 'default' only.
+    processes = variable(int, value=1)
     #: Sizes up to this are the `quick` suite, larger ones `nightly`.
     quick_max_size = variable(int, value=64)
     #: MPI-IO hints (--hint KEY=VALUE) and backend/pattern knobs (--param KEY=VALUE).
@@ -93,6 +97,7 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
     iob_suite = 'quick'
     #: The parsed result document after the run (None if missing); mixins read it.
     iob_result = None
+    iob_docs = []       # each process's document (processes.py)
     _iob_refs = (None, None)
 
     def suite_of(self):
@@ -122,6 +127,13 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
             self.time_limit = '10m' if quick else '2h'
         self.descr = (f'iobench {self.backend}/{self.mode} {self.pattern} size={self.size} '
                       f'ranks={self.ranks} stripe={self.stripe}')
+
+    @run_after('init')
+    def one_stripe_for_processes(self):
+        # the other processes' directories are made plainly (processes.py): no stripe set there
+        if self.processes > 1 and self.stripe != 'default':
+            raise ReframeError(f'processes={self.processes} with stripe {self.stripe!r}: '
+                               f'several processes run at stripe default only')
 
     @run_after('init')
     def drop_quick_stripes(self):
@@ -193,28 +205,46 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
             params.setdefault('pagepool', '1')
         for key, val in sorted(params.items()):
             opts += ['--param', f'{key}={val}']
-        run_dir = shlex.quote(self.iob_run_dir)
+        dirs = processes.run_dirs(self.iob_run_dir, self.processes)
         # the marker before any data: the next nightly's sweep (scratch.py) removes a run dir
         # a killed job left behind, and only directories that carry it
-        prerun = [f'mkdir -p {run_dir}', f'printf "%s\\n" {shlex.quote(scratch.marker_text(self.display_name))} '
-                  f'> {run_dir}/{scratch.MARKER}']
+        marker = shlex.quote(scratch.marker_text(self.display_name))
+        prerun = [cmd for d in map(shlex.quote, dirs)
+                  for cmd in (f'mkdir -p {d}', f'printf "%s\\n" {marker} > {d}/{scratch.MARKER}')]
         for ext in EXTENSIONS:
             opts += getattr(self, f'{ext}_iobench_args')()
             prerun += getattr(self, f'{ext}_prepare')(self.iob_run_dir) or []
         # run dir and striping first, then whatever the check itself asked for
         self.prerun_cmds = prerun + list(self.prerun_cmds)
         self.executable_opts = [shlex.quote(o) for o in opts]
+        # the other processes right after the job's own launch, before anything is listed
+        launches = processes.extra_launches(self._launch_command(), self.executable, opts, dirs,
+                                            self.darshan_log if self.darshan_capture else None)
+        self.postrun_cmds = launches + list(self.postrun_cmds)
         if not self.keep_data:
             # iobench deletes its files; what it left is listed for sanity, then the run dir goes
-            self.postrun_cmds = list(self.postrun_cmds) + [
-                f'(cd {run_dir} && find . -mindepth 1 ! -name {scratch.MARKER} | sort) '
-                f'> {scratch.LEFTOVER} 2>/dev/null', f'rm -rf {run_dir}']
-        self.keep_files = self.keep_files + ['result.json']
+            listing = '; '.join(f'(cd {d} && find . -mindepth 1 ! -name {scratch.MARKER} | sort)'
+                                for d in map(shlex.quote, dirs))
+            self.postrun_cmds += [f'{{ {listing}; }} > {scratch.LEFTOVER} 2>/dev/null',
+                                  'rm -rf ' + ' '.join(map(shlex.quote, dirs))]
+        self.keep_files = self.keep_files + [processes.json_name(i) for i in range(self.processes)]
+
+    def _launch_command(self):
+        # the launch run() emits for the job itself (-np ...): it sets these job fields there,
+        # after this hook, to the same values
+        job = self.job
+        job.num_tasks, job.num_tasks_per_node = self.num_tasks, self.num_tasks_per_node
+        job.num_tasks_per_core, job.num_tasks_per_socket = (self.num_tasks_per_core,
+                                                            self.num_tasks_per_socket)
+        job.num_cpus_per_task, job.use_smt = self.num_cpus_per_task, self.use_multithreading
+        return job.launcher.run_command(job)
 
     # ---- after the run: result document, perflog fields ------------------------------------
     @run_before('sanity')
     def read_result(self):
-        self.iob_result = results.load(os.path.join(self.stagedir, 'result.json'))
+        self.iob_docs = [results.load(os.path.join(self.stagedir, processes.json_name(i)))
+                         for i in range(self.processes)]
+        self.iob_result = processes.merge(self.iob_docs)
         doc = self.iob_result
         prov = {'system': self.current_system.name, 'partition': self.current_partition.fullname,
                 'environ': self.current_environ.name, 'stripe': self.stripe,
@@ -248,10 +278,13 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
 
     @sanity_function
     def iobench_sanity(self):
-        found = results.problems(self.iob_result, backend=self.backend, mode=self.mode,
-                                 pattern=self.pattern, ranks=self.ranks,
-                                 exitcode=self.job.exitcode, keep=self.keep_data,
-                                 stderr_tail=self._stderr_tail())
+        found = []
+        for i, doc in enumerate(self.iob_docs):     # each process's own document
+            said = results.problems(doc, backend=self.backend, mode=self.mode,
+                                    pattern=self.pattern, ranks=self.ranks,
+                                    exitcode=self.job.exitcode, keep=self.keep_data,
+                                    stderr_tail=self._stderr_tail())
+            found += [f'process {i}: {p}' for p in said] if self.processes > 1 else said
         if self.iob_result is not None:
             for ext in EXTENSIONS:
                 found += getattr(self, f'{ext}_sanity')()

@@ -78,7 +78,7 @@ def provenance(doc):
     """The provenance members taken from the result document."""
     keys = ('command', 'library_versions', 'hints_in_effect', 'hints_requested', 'params',
             'sync_method', 'cache_defeat', 'cache_defeated', 'read_placement', 'fs_type', 'hosts', 'nodes',
-            'started')
+            'started', 'processes', 'commands')
     return {k: doc.get(k) for k in keys if k in doc}
 
 

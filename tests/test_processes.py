@@ -1,0 +1,80 @@
+"""One measurement over several iobench processes (reframe_checks/iobench_lib/processes.py):
+MDEmptyFiles runs 8 real iobench processes under ReFrame, each in its own run directory, and its
+perflog line carries all their repetitions and commands; a lost process's document fails the
+check by name; the merge itself on documents."""
+import json
+import pathlib
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / 'reframe_checks'))
+sys.path.insert(0, str(REPO / 'tests'))
+from iobench_lib import processes  # noqa: E402
+from test_reframe import reframe, report_cases  # noqa: E402
+
+
+def doc(command, reps, status='ok'):
+    return {'status': status, 'command': command, 'ranks': 2,
+            'repetitions': [{'rep': i, 'write': {'total_s': 0.1 * (i + 1)}} for i in range(reps)]}
+
+
+def test_merge_keeps_every_repetition_with_its_process():
+    merged = processes.merge([doc('a', 2), doc('b', 3)])
+    assert [r['rep'] for r in merged['repetitions']] == [0, 1, 2, 3, 4]
+    assert [r['process'] for r in merged['repetitions']] == [0, 0, 1, 1, 1]
+    assert merged['repetitions'][2]['write']['total_s'] == 0.1       # process 1's first, raw
+    assert merged['processes'] == 2 and merged['commands'] == ['a', 'b']
+    assert merged['command'] == 'a'
+
+
+def test_merge_never_hides_a_missing_or_failed_process():
+    failed = doc('b', 1, status='error')
+    assert processes.merge([doc('a', 2), failed]) is failed
+    assert processes.merge([doc('a', 2), None]) is None
+    one = doc('a', 2)
+    assert processes.merge([one]) is one                               # one process: as it was
+
+
+def test_each_process_gets_its_own_directory_and_result_file():
+    opts = ['--dir', '/s/run', '--repeat', '5', '--json', 'result.json']
+    dirs = processes.run_dirs('/s/run', 3)
+    assert dirs == ['/s/run', '/s/run.p1', '/s/run.p2']
+    lines = processes.extra_launches('mpirun -np 2', 'env DARSHAN_LOGFILE=/st/x.darshan iobench',
+                                     opts, dirs, darshan_log='/st/x.darshan')
+    assert lines == [
+        'mpirun -np 2 env DARSHAN_LOGFILE=/st/x.darshan.p1 iobench --dir /s/run.p1 --repeat 5 '
+        '--json result.p1.json',
+        'mpirun -np 2 env DARSHAN_LOGFILE=/st/x.darshan.p2 iobench --dir /s/run.p2 --repeat 5 '
+        '--json result.p2.json']
+
+
+@pytest.mark.reframe
+def test_md_empty_files_is_one_measurement_of_eight_processes(tmp_path):
+    proc = reframe(tmp_path / 'rf', '-c', str(REPO / 'reframe_checks' / 'metadata.py'), '-r',
+                   '-n', 'MDEmptyFiles')
+    assert proc.returncode == 0, proc.output[-3000:]
+    line = (tmp_path / 'rf' / 'perflogs' / 'local' / 'default' / 'MDEmptyFiles.log').read_text()
+    fields = line.splitlines()[-1].split('|')
+    reps = dict(part.split('=', 1) for part in fields[9].split(';'))
+    assert len(reps['write'].split(',')) == 8 * 5 and len(reps['read'].split(',')) == 8 * 5
+    prov = json.loads(fields[10])
+    assert prov['processes'] == 8 and len(prov['commands']) == 8
+    dirs = [c.split(' --dir ')[1].split()[0] for c in prov['commands']]
+    assert len(set(dirs)) == 8 and all(not pathlib.Path(d).exists() for d in dirs)
+    assert all('--size 5000' in c and 'filesize=0' in c for c in prov['commands'])
+    out = next((tmp_path / 'rf' / 'output').rglob('MDEmptyFiles_*'))
+    docs = [json.loads((out / processes.json_name(i)).read_text()) for i in range(8)]
+    assert all(d['status'] == 'ok' and d['ranks'] == 2 for d in docs)   # every launch as the first
+
+
+@pytest.mark.reframe
+def test_a_lost_process_fails_the_check_by_name(tmp_path):
+    proc = reframe(tmp_path / 'rf', '-c', str(REPO / 'tests' / 'reframe_checks' / 'lost_process.py'),
+                   '-r')
+    assert proc.returncode != 0
+    case = [c for c in report_cases(tmp_path / 'rf') if c['name'].startswith('LostProcess')][0]
+    assert case['result'] == 'fail'
+    assert 'process 2: no result document' in case['fail_reason']
+    assert 'process 1' not in case['fail_reason']
