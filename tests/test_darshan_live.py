@@ -76,6 +76,31 @@ def test_reframe_check_keeps_log_and_reports_darshan_figures(tmp_path):
     assert '"capture":"LD_PRELOAD=' in perflog
 
 
+@needs_darshan
+@pytest.mark.reframe
+def test_each_process_of_a_check_keeps_its_own_log(tmp_path):
+    """A check of several processes (iobench_lib/processes.py): every launch writes its own log,
+    none overwrites the first, and the first is checked against the first process's document."""
+    env = dict(os.environ, IOREGRESS_DARSHAN_LIB=LIB)
+    cmd = ['reframe', '-C', str(REPO / 'configs' / 'settings.py'), '--system', 'local',
+           '-c', str(REPO / 'reframe_checks' / 'metadata.py'), '-n', 'MDEmptyFiles', '-r',
+           '-S', 'processes=3', '-S', 'repeat=2', '--prefix', str(tmp_path / 'rf'),
+           '--report-file', str(tmp_path / 'report.json')]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    out = next((tmp_path / 'rf' / 'output').rglob('MDEmptyFiles_*'))
+    logs = [out / name for name in ('iobench.darshan', 'iobench.darshan.p1', 'iobench.darshan.p2')]
+    docs = [json.loads((out / name).read_text())
+            for name in ('result.json', 'result.p1.json', 'result.p2.json')]
+    for log, doc in zip(logs, docs):
+        facts = F.log_facts(F.open_log(str(log)), F.files_from_result(doc))
+        assert facts['nprocs'] == 2
+        assert not C.failures(C.check_run(facts, doc)), C.format_verdicts(C.check_run(facts, doc))
+    assert len({d['dir'] for d in docs}) == 3
+    perflog = next((tmp_path / 'rf' / 'perflogs').rglob('MDEmptyFiles.log')).read_text()
+    assert '"capture":"LD_PRELOAD=' in perflog and '"processes":3' in perflog
+
+
 def test_site_darshan_detected_not_preloaded_twice(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(REPO / 'reframe_checks'))
     from iobench_lib.darshan import site_darshan

@@ -149,14 +149,16 @@ class DarshanCapture(rfm.RegressionTestPlugin):
             if self.darshan_capture and os.path.exists(self.darshan_log):
                 try:
                     report = darshan_facts.open_log(self.darshan_log)
-                    files = darshan_facts.files_from_result(self.iob_result or {})
+                    # the log is the first process's (processes.py): judged on its document
+                    doc = self.iob_docs[0] if self.iob_docs else self.iob_result
+                    files = darshan_facts.files_from_result(doc or {})
                     facts = darshan_facts.log_facts(report, files)
                     tol = None
                     if self.darshan_bytes_tolerance is not None:
                         tol = (self.darshan_bytes_tolerance,
                                darshan_checks.TOLERANCE.get(self.backend, (0, 0))[1])
-                    if self.iob_result:
-                        verdicts = darshan_checks.check_run(facts, self.iob_result, tol,
+                    if doc:
+                        verdicts = darshan_checks.check_run(facts, doc, tol,
                                                             self.darshan_expect_stripe)
                 except darshan_facts.DarshanLogError as err:
                     error = str(err)
