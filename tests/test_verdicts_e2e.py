@@ -42,8 +42,8 @@ def red(outcome):
 # Issue 18 (open): its acceptance, met on real nights in one replay of two (docs/verdicts.md,
 # run 10): when the stack's level wanders 8 % between clean nights (run 10.2) a -20 % fault reaches
 # p 0.01-0.04, short of alpha_system. Run in CI and reported (XPASS when it holds), not allowed to
-# turn the build red until the issue is met.
-@pytest.mark.xfail(strict=False, reason='issue 18 open: a -20 % fault is found on real nights when '
+# turn the build red: issue 18 is blocked on this VM (docs/reach.md, docs/replays-runs32.md).
+@pytest.mark.xfail(strict=False, reason='issue 18 blocked here: a -20 % fault is found on real nights when '
                    'the stack level is steady (run 10.1), not when it wanders 8 % (run 10.2)')
 def test_real_sized_faults_named_on_both_slowed_nights_green_otherwise(tmp_path):
     if not shutil.which('cc'):
