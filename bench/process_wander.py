@@ -27,14 +27,16 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / 'reframe_checks'))
+from iobench_lib.results import MD_PHASE  # noqa: E402  (the metadata phase a phase times)
+
 MDEMPTY = ['--backend', 'posix', '--mode', 'fpp', '--pattern', 'mdfiles', '--size', '5000',
            '--param', 'filesize=0', '--repeat', '5']
 
 
 def level(doc, phase):
     """A run's figure of one phase: the median over its repetitions of ops/s (metadata) or MiB/s."""
-    md = {'write': 'create', 'read': 'read'}[phase]
-    vals = [r['metadata'][md]['ops_per_s'] if 'metadata' in r else r[phase]['bw_MiBps']
+    vals = [r['metadata'][MD_PHASE[phase]]['ops_per_s'] if 'metadata' in r else r[phase]['bw_MiBps']
             for r in doc['repetitions'] if r.get(phase)]
     return statistics.median(vals)
 
@@ -82,7 +84,8 @@ def main(argv=None):
             if proc.returncode != 0:
                 sys.exit(f'process_wander: iobench failed (exit {proc.returncode}): '
                          f'{proc.stderr.strip().splitlines()[-1:]}')
-            doc = json.load(open(out))
+            with open(out) as fp:
+                doc = json.load(fp)
             for phase in row:
                 row[phase].append(level(doc, phase))
         for phase in row:
