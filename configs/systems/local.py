@@ -12,6 +12,11 @@ _spec = importlib.util.spec_from_file_location(
     'ioregress_detect', pathlib.Path(__file__).with_name('_detect.py'))
 _detect = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_detect)
+_spec = importlib.util.spec_from_file_location(
+    'ioregress_stacks', pathlib.Path(__file__).with_name('_stacks.py'))
+_stacks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_stacks)
+_mpi_gnu = _detect.mpi_gnu_environment('local')
 
 
 site_configuration = {
@@ -42,5 +47,7 @@ site_configuration = {
             ],
         }
     ],
-    'environments': [_detect.mpi_gnu_environment('local')],
+    # the stacks `postprocess gate` compares (configs/systems/_stacks.py); in no partition's
+    # environs, so the nightly runs mpi-gnu only
+    'environments': [_mpi_gnu] + _stacks.local_stacks(_mpi_gnu),
 }

@@ -8,7 +8,7 @@ the repository's src/ through the environment's ``develop:`` entry. The tests th
 installed iobench by absolute path: Spack RPATHs its libraries, so the run jobs need neither
 Spack nor ``spack load``. Systems that never set 'spack' never import Spack.
 
-Partition extras read here:
+Partition extras read here (an environment's extras override them):
   spack_env    environment directory (absolute, or relative to the repository root);
   spack_setup  shell commands that put `spack` on PATH (e.g. ['module load spack']);
   build_jobs   `spack install -j` (default 2).
@@ -70,7 +70,8 @@ def lock_dev_path(env):
 
 def configure(test):
     """Turn the IOBenchBuild fixture into a `spack -e <env> install` of the environment."""
-    extras = test.current_partition.extras
+    # an environment's own spack_env (a stack of `postprocess gate`, docs/gate.md) wins
+    extras = {**test.current_partition.extras, **test.current_environ.extras}
     env = env_dir(test.current_system.name, extras)
     q = shlex.quote(env)
     test.build_system = 'Spack'

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""The gate's figures on this machine: an injected slowdown named by --bisect, A/A never slower.
+
+Bisection runs: stacks A and B differ in three parts, written as ReFrame environments into a
+configuration beside the site's (configs/settings.py plus two environments derived from mpi-gnu):
+  env OMPI_MCA_io      ompio -> romio321            (Open MPI's two MPI-IO implementations)
+  hint cb_buffer_size  (none) -> 1048576            (extras 'mpiio_hints': every check gets it)
+  env LD_PRELOAD       (none) -> bench/iofault.c    (every iobench write and sync +FACTOR of its
+                                                     own time: the injected slowdown)
+Each run is `python -m postprocess gate --a A --b B --bisect`; it is right when the parts it names
+are exactly {env LD_PRELOAD}. A/A runs are `gate --a mpi-gnu --b mpi-gnu`; their verdicts are
+counted, and "slower" must never appear. The issue's bar: named in >= 9 of 10, A/A never slower.
+
+Usage: python3 bench/gate_bisect.py [--runs 10] [--pairs 8] [--factor 0.18] [--name REGEX]
+           [--what both|bisect|aa] [--out DIR] [-- REFRAME_ARGS]
+Prints one line per run (exit, verdict and B/A with its interval per check and phase, the named
+parts with their mix's ratio) and the counts; every run's gate.json stays under --out.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nights  # noqa: E402  (same directory: the fault library's build)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CULPRIT = 'env LD_PRELOAD'
+#: BenchIO, 128 MiB per rank on 2 ranks: phases of 0.2-0.5 s, bandwidth-bound (the quick suite's
+#: shape the verdict's stack factor is judged on, docs/verdicts.md)
+CHECK = 'BenchIO%size=256%ranks=2%stripe=default%io=posix:fpp'
+
+CONFIG = '''\
+# bench/gate_bisect.py: the site's configuration plus stacks A and B of the injected slowdown
+import copy
+import importlib.util
+
+_spec = importlib.util.spec_from_file_location('ioregress_site', {site!r})
+_site = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_site)
+site_configuration = _site.site_configuration
+_base = next(e for e in site_configuration['environments']
+             if e['name'] == 'mpi-gnu' and 'local' in e.get('target_systems', []))
+_fault = [['IOFAULT_PHASE', 'write'], ['IOFAULT_FACTOR', {factor!r}]]   # inert without the library
+_a = dict(copy.deepcopy(_base), name='gate-fault-a',
+          env_vars=[['OMPI_MCA_io', 'ompio']] + _fault)
+_b = dict(copy.deepcopy(_base), name='gate-fault-b',
+          env_vars=[['OMPI_MCA_io', 'romio321'], ['LD_PRELOAD', {lib!r}]] + _fault)
+_b['extras'] = dict(_b.get('extras', {{}}), mpiio_hints={{'cb_buffer_size': '1048576'}})
+site_configuration['environments'] = list(site_configuration['environments']) + [_a, _b]
+'''
+
+
+def fault_config(directory, factor):
+    """A ReFrame configuration with stacks gate-fault-a and gate-fault-b; returns its path."""
+    lib = nights.build_fault_lib(directory)
+    path = os.path.join(directory, 'gate-fault-settings.py')
+    with open(path, 'w') as fp:
+        fp.write(CONFIG.format(site=os.path.join(REPO, 'configs', 'settings.py'), lib=str(lib),
+                               factor=str(factor)))
+    return path
+
+
+def gate(out, a, b, pairs, name, config=None, bisect=False, reframe_args=()):
+    cmd = [sys.executable, '-m', 'postprocess', 'gate', '--a', a, '--b', b, '--system', 'local',
+           '--name', name, '--pairs', str(pairs), '--out', out]
+    cmd += (['--config', config] if config else []) + (['--bisect'] if bisect else [])
+    cmd += ['--', *reframe_args] if reframe_args else []
+    started = time.time()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    try:
+        with open(os.path.join(out, 'gate.json')) as fp:
+            doc = json.load(fp)
+    except OSError:
+        sys.exit(f'gate_bisect: the gate made no gate.json ({proc.returncode}): {proc.stderr[-800:]}')
+    return proc.returncode, doc, time.time() - started
+
+
+def _results(doc):
+    return ' '.join(f'{r["phase"]}:{r["status"]} {r["ratio"] or 0:.3f}'
+                    f'[{r["lo"] or 0:.3f},{r["hi"] or 0:.3f}]' for r in doc['results'])
+
+
+def _named(doc):
+    bis = doc.get('bisect') or {}
+    ratio = {s['part']: s['ratio'] for s in bis.get('shares', [])}
+    return {n['part']: ratio.get(n['part']) for n in bis.get('named', [])}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--runs', type=int, default=10)
+    ap.add_argument('--pairs', type=int, default=8)
+    ap.add_argument('--factor', type=float, default=0.18,
+                    help='iofault: each write/sync +this of its own time (0.18: bandwidth /1.18 = -15 %%)')
+    ap.add_argument('--name', default=CHECK, help='the check (ReFrame -n)')
+    ap.add_argument('--what', choices=('both', 'bisect', 'aa'), default='both')
+    ap.add_argument('--out', help='keep every run here (default: a temporary directory)')
+    ap.add_argument('reframe_args', nargs='*')
+    a = ap.parse_args()
+    out = a.out or tempfile.mkdtemp(prefix='gate-bisect-')
+    os.makedirs(out, exist_ok=True)
+    print(f'# {a.runs} runs each, {a.pairs} pairs, check {a.name}, fault factor {a.factor}, '
+          f'out {out}', flush=True)
+    right = slower = 0
+    if a.what in ('both', 'bisect'):
+        config = fault_config(out, a.factor)
+        for i in range(a.runs):
+            rc, doc, secs = gate(os.path.join(out, f'bisect{i}'), 'gate-fault-a', 'gate-fault-b',
+                                 a.pairs, a.name, config, True, a.reframe_args)
+            named = _named(doc)
+            ok = set(named) == {CULPRIT}
+            right += ok
+            print(f'bisect {i}: exit {rc} {_results(doc)} named '
+                  f'{", ".join(f"{k} ({v:.3f})" if v else k for k, v in named.items()) or "-"} '
+                  f'{"RIGHT" if ok else "WRONG"} ({secs:.0f} s)', flush=True)
+        print(f'bisect: the injected part named alone in {right} of {a.runs} runs')
+    if a.what in ('both', 'aa'):
+        counts = {}
+        for i in range(a.runs):
+            rc, doc, secs = gate(os.path.join(out, f'aa{i}'), 'mpi-gnu', 'mpi-gnu', a.pairs,
+                                 a.name, reframe_args=a.reframe_args)
+            for r in doc['results']:
+                counts[r['status']] = counts.get(r['status'], 0) + 1
+            slower += any(r['status'] == 'slower' for r in doc['results'])
+            print(f'A/A {i}: exit {rc} {_results(doc)} ({secs:.0f} s)', flush=True)
+        print(f'A/A: "slower" in {slower} of {a.runs} runs; verdicts '
+              + ', '.join(f'{k} {v}' for k, v in sorted(counts.items())))
+
+
+if __name__ == '__main__':
+    main()
