@@ -11,8 +11,12 @@ Each run is `python -m postprocess gate --a A --b B --bisect`; it is right when 
 are exactly {env LD_PRELOAD}. A/A runs are `gate --a mpi-gnu --b mpi-gnu`; their verdicts are
 counted, and "slower" must never appear. The issue's bar: named in >= 9 of 10, A/A never slower.
 
+With --what interact, B differs from A in the library, the phase it acts on (IOFAULT_PHASE) and
+OMPI_MCA_io: the slowdown needs the first two at once, no single part's mix is slower, and the
+bisection's second stage must name both as interacting.
+
 Usage: python3 bench/gate_bisect.py [--runs 10] [--pairs 8] [--factor 0.18] [--name REGEX]
-           [--what both|bisect|aa] [--out DIR] [-- REFRAME_ARGS]
+           [--what both|bisect|aa|interact] [--out DIR] [-- REFRAME_ARGS]
 Prints one line per run (exit, verdict and B/A with its interval per check and phase, the named
 parts with their mix's ratio) and the counts; every run's gate.json stays under --out.
 """
@@ -50,8 +54,14 @@ _a = dict(copy.deepcopy(_base), name='gate-fault-a',
 _b = dict(copy.deepcopy(_base), name='gate-fault-b',
           env_vars=[['OMPI_MCA_io', 'romio321'], ['LD_PRELOAD', {lib!r}]] + _fault)
 _b['extras'] = dict(_b.get('extras', {{}}), mpiio_hints={{'cb_buffer_size': '1048576'}})
-site_configuration['environments'] = list(site_configuration['environments']) + [_a, _b]
+# parts that act only together: the library and the phase it acts on (--what interact)
+_a0 = dict(copy.deepcopy(_base), name='gate-fault-a0',
+           env_vars=[['OMPI_MCA_io', 'ompio'], ['IOFAULT_FACTOR', {factor!r}]])
+_i = dict(copy.deepcopy(_base), name='gate-fault-i',
+          env_vars=[['OMPI_MCA_io', 'romio321'], ['LD_PRELOAD', {lib!r}]] + _fault)
+site_configuration['environments'] = list(site_configuration['environments']) + [_a, _b, _a0, _i]
 '''
+INTERACTING = {'env IOFAULT_PHASE', 'env LD_PRELOAD'}
 
 
 def fault_config(directory, factor):
@@ -97,7 +107,8 @@ def main():
     ap.add_argument('--factor', type=float, default=0.18,
                     help='iofault: each write/sync +this of its own time (0.18: bandwidth /1.18 = -15 %%)')
     ap.add_argument('--name', default=CHECK, help='the check (ReFrame -n)')
-    ap.add_argument('--what', choices=('both', 'bisect', 'aa'), default='both')
+    ap.add_argument('--what', choices=('both', 'bisect', 'aa', 'interact'), default='both',
+                    help='interact: the fault needs two parts (library and phase) at once')
     ap.add_argument('--out', help='keep every run here (default: a temporary directory)')
     ap.add_argument('reframe_args', nargs='*')
     a = ap.parse_args()
@@ -118,6 +129,17 @@ def main():
                   f'{", ".join(f"{k} ({v:.3f})" if v else k for k, v in named.items()) or "-"} '
                   f'{"RIGHT" if ok else "WRONG"} ({secs:.0f} s)', flush=True)
         print(f'bisect: the injected part named alone in {right} of {a.runs} runs')
+    if a.what == 'interact':
+        config = fault_config(out, a.factor)
+        for i in range(a.runs):
+            rc, doc, secs = gate(os.path.join(out, f'interact{i}'), 'gate-fault-a0', 'gate-fault-i',
+                                 a.pairs, a.name, config, True, a.reframe_args)
+            named = {n['part']: n['how'] for n in (doc.get('bisect') or {}).get('named', [])}
+            ok = set(named) == INTERACTING
+            right += ok
+            print(f'interact {i}: exit {rc} {_results(doc)} named {named or "-"} '
+                  f'{"RIGHT" if ok else "WRONG"} ({secs:.0f} s)', flush=True)
+        print(f'interact: both parts named in {right} of {a.runs} runs')
     if a.what in ('both', 'aa'):
         counts = {}
         for i in range(a.runs):

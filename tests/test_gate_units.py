@@ -80,26 +80,26 @@ def envs():
 
 
 def test_local_next_stack_differs_in_three_parts(envs):
-    a, b = envs['mpi-gnu-ompio'], envs['mpi-gnu-next']
+    a, b = envs['mpi-gnu-romio'], envs['mpi-gnu-next']
     got = {p.name: p for p in stacks.parts(a, b)}
     assert sorted(got) == ['env OMPI_MCA_io', 'extras adios2_dir', 'hint cb_buffer_size'], got
-    assert (got['env OMPI_MCA_io'].a, got['env OMPI_MCA_io'].b) == ('ompio', 'romio321')
+    assert (got['env OMPI_MCA_io'].a, got['env OMPI_MCA_io'].b) == ('romio321', 'ompio')
     adios2 = got['extras adios2_dir']
     assert adios2.b.endswith('adios2-2.10.1')
     # the prefix's other appearances go with it, not as parts of their own
     assert adios2.attached['cmake_prefix_path'][1] == [adios2.b]
     assert adios2.b in adios2.attached['gate_setup'][1][0]
-    assert 'env OMPI_MCA_io: ompio -> romio321' == got['env OMPI_MCA_io'].label()
+    assert 'env OMPI_MCA_io: romio321 -> ompio' == got['env OMPI_MCA_io'].label()
 
 
 def test_mixes_take_exactly_their_parts(envs):
-    a, b = envs['mpi-gnu-ompio'], envs['mpi-gnu-next']
+    a, b = envs['mpi-gnu-romio'], envs['mpi-gnu-next']
     ps = {p.name: p for p in stacks.parts(a, b)}
     only_adios2 = stacks.mix(a, b, [ps['extras adios2_dir']], 'gate-mix1')
     assert stacks.parts(a, only_adios2)[0].name == 'extras adios2_dir'
     assert len(stacks.parts(a, only_adios2)) == 1
     assert only_adios2['extras']['cmake_prefix_path'] == [ps['extras adios2_dir'].b]
-    assert ['OMPI_MCA_io', 'ompio'] in only_adios2['env_vars']
+    assert ['OMPI_MCA_io', 'romio321'] in only_adios2['env_vars']
     everything = stacks.mix(a, b, list(ps.values()), 'gate-all')
     assert stacks.parts(b, everything) == []         # all parts taken: B itself
     assert stacks.parts(a, stacks.mix(a, b, [], 'gate-none')) == []
@@ -127,8 +127,10 @@ def test_a_module_part_keeps_the_load_order():
     (['--a', 'mpi-gnu', '--b', 'mpi-gnu', '--tolerance', '5'], "'5'"),
     (['--a', 'mpi-gnu', '--b', 'mpi-gnu', '--config', '/nonexistent.py'], "'/nonexistent.py'"),
     (['--a', 'mpi-gnu', '--b', 'mpi-gnu', '--system', 'nosuch'], "nosuch"),
+    # ReFrame ran and found nothing to run: the run's directory goes again
+    (['--a', 'mpi-gnu', '--b', 'mpi-gnu', '--name', 'NoSuchCheck'], 'selects no check'),
     # the bisection's bound is checked before anything runs
-    (['--a', 'mpi-gnu-ompio', '--b', 'mpi-gnu-next', '--bisect', '--max-parts', '2'],
+    (['--a', 'mpi-gnu-romio', '--b', 'mpi-gnu-next', '--bisect', '--max-parts', '2'],
      'differ in 3 parts, more than --max-parts 2'),
 ])
 def test_gate_bad_usage(tmp_path, args, says):
@@ -169,3 +171,13 @@ def test_compare_still_passes_what_it_judged(tmp_path):
     ok, ok_doc = _compare(tmp_path, '2026-11-01..2026-11-04', '2026-11-05')
     assert ok.returncode == 0 and ok_doc['status'] == 'ok' and not ok_doc['cannot_tell']
     assert ok_doc['series'] and all(s['status'] == 'ok' for s in ok_doc['series'])
+
+
+def test_later_slots_are_pinned_to_the_nodes_of_the_first():
+    from postprocess.gate.runs import _pin
+    case = {'fixture': False, 'scheduler': 'slurm', 'job_nodelist': ['nid002', 'nid001']}
+    build = {'fixture': True, 'scheduler': 'slurm', 'job_nodelist': ['nid009']}
+    assert _pin([case, dict(case), build]) == 'nid001,nid002'
+    # checks on different nodes: no one node list fits all, the scheduler places each run
+    assert _pin([case, dict(case, job_nodelist=['nid003'])]) == ''
+    assert _pin([dict(case, scheduler='local', job_nodelist=['vm'])]) == ''

@@ -9,7 +9,8 @@ Only the checks and phases the gate found slower are run again, as pairs against
      a check by a sliver of that is not the answer however sure the sliver is.
   2. only if some slower check and phase has no part named in 1 (the parts act together):
      one mix per part with everything but that part as in B ("B-part"). A part without which
-     the slowdown is gone (B-part same or faster than A) is named as interacting.
+     the slowdown is gone (the interval of B-part/A starts at 1 - tolerance or above) is named
+     as interacting.
 So at most 2p mixes of p parts, each run ``pairs`` times with A: (p + 1) x pairs slots a stage,
 plus one warm-up per mix; more than ``max_parts`` parts is refused before anything runs.
 """
@@ -82,7 +83,8 @@ def _bisect(doc, session, names, a, b, parts, only, select, results, cfg):
         doc['stages'].append(two)
         for i, p in enumerate(parts):
             for r in two['mixes'][i]['results']:
-                if r['status'] in ('same', 'faster'):
+                # without this part B is not slower: its interval starts inside the tolerance
+                if r.get('lo') is not None and r['lo'] >= 1 - cfg.tolerance:
                     named.setdefault(p.name, []).append(dict(r, interacting=True))
     doc['named'] = [{'part': p.name, 'how': 'interacting' if all(r.get('interacting')
                                                                   for r in named[p.name])

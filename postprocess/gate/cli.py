@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import sys
 
 from postprocess.common import atomic
@@ -113,7 +114,11 @@ def run(args):
     try:
         session.add([args.a, args.b])
         session.warm(args.a, (a.get('extras') or {}).get('gate_setup', []))
-        no_checks(session.slots[0], f"--name/--tag {' '.join(select)} under '{args.a}'")
+        try:
+            no_checks(session.slots[0], f"{' '.join(select)} under '{args.a}'")
+        except UsageError:
+            shutil.rmtree(out)          # bad usage leaves nothing behind
+            raise
         session.warm(args.b, (b.get('extras') or {}).get('gate_setup', []))
         got = session.blocks([args.a, args.b], args.pairs)
         doc['results'] = judge.arm(got[0], got[1], args.tolerance, args.level)

@@ -197,4 +197,5 @@ def _pin(cases):
 def no_checks(record, what):
     """UsageError when a slot ran no check at all (the selection matched nothing)."""
     if not record['checks']:
-        raise UsageError(f'{what} selects no check (see {record["dir"]}/reframe.out)')
+        raise UsageError(f'{what} selects no check (reframe -l with the same options lists '
+                         f'what there is)')
