@@ -59,10 +59,18 @@ def test_pairs_needed_grows_with_spread_and_decides_when_reached():
     loud = list(np.exp(rng.normal(0, 0.12, 6)))
     nq, nl = pairs.pairs_needed(quiet), pairs.pairs_needed(loud)
     assert nq < nl
-    # at the spread seen, that many pairs from the same distribution decide most of the time
+    # at the spread seen, that many pairs from the same distribution decide 4 times in 5: for
+    # "same", and for "slower" (a -15 % change), where the interval's exact coverage at small n
+    # (97.9 % at 10 pairs for a 90 % level) asks for more pairs than the nominal z would
     decided = sum(pairs.judge(list(np.exp(rng.normal(0, 0.12, nl))))['status'] == 'same'
-                  for _ in range(200))
-    assert decided > 100, (nl, decided)
+                  for _ in range(300))
+    assert decided >= 0.7 * 300, (nl, decided)
+    slow = list(np.exp(np.log(0.85) + np.array([-1, 0, 1]) * 0.15 / pairs.MAD_NORMAL))
+    ns = pairs.pairs_needed(slow)           # a spread (MAD-based sd) of 0.15 around 0.85
+    assert 12 <= ns <= 30, ns
+    decided = sum(pairs.judge(list(np.exp(rng.normal(np.log(0.85), 0.15, ns))))['status']
+                  == 'slower' for _ in range(300))
+    assert decided >= 0.7 * 300, (ns, decided)
 
 
 def test_exit_status_never_zero_without_a_judgement():
@@ -71,6 +79,47 @@ def test_exit_status_never_zero_without_a_judgement():
     assert pairs.exit_status(['same', 'cannot tell']) == 4
     assert pairs.exit_status(['cannot tell', 'slower', 'same']) == 3
     assert pairs.exit_status(['slower', 'failed']) == 1
+
+
+# ---- the bisection's rule, on judgements as its stages return them ---------------------
+KEY = ('BenchIO @local:default', 'write')
+QUIET = (1.0, 0.97, 1.03)
+
+
+def _named(monkeypatch, *stages):
+    """{part: how} that bisect._bisect names from these stages' (ratio, lo, hi) per mix."""
+    from types import SimpleNamespace
+    from postprocess.gate import bisect
+    parts = [stacks.Part('env', k, None, '1') for k in ('X', 'Y', 'Z')]
+    todo = iter(stages)
+
+    def row(ratio, lo, hi):
+        return {'check': KEY[0], 'phase': KEY[1], 'ratio': ratio, 'lo': lo, 'hi': hi}
+
+    def stage(session, a_name, a, b, takes, prefix, only, select, cfg):
+        assert only == {KEY}
+        return {'kind': prefix, 'mixes': [{'env': f'mix{i}', 'label': prefix,
+                                           'parts': [p.name for p in taken], 'results': [row(*r)]}
+                                          for i, (taken, r) in enumerate(zip(takes, next(todo)))]}
+    monkeypatch.setattr(bisect, '_stage', stage)
+    cfg = SimpleNamespace(pairs=8, tolerance=0.05, level=0.90, max_parts=8)
+    doc = bisect._bisect({'parts': [], 'stages': [], 'named': []}, None, ('A', 'B'), {}, {}, parts,
+                         {KEY}, [], [dict(row(0.8, 0.75, 0.85), status='slower')], cfg)
+    assert len(doc['stages']) == len(stages)         # stage 2 only when stage 1 left it open
+    return {n['part']: n['how'] for n in doc['named']}
+
+
+def test_bisect_names_alone_needed_and_interacting(monkeypatch):
+    # X's mix is slower and carries the change; Z's is surely below 1 but a sliver (5 %) of it
+    assert _named(monkeypatch, [(0.8, 0.76, 0.84), QUIET, (0.99, 0.985, 0.995)]) == \
+        {'env X': 'alone'}
+    # stage 1 too noisy to be sure; without Y (only) the slowdown is gone: needed, not interacting
+    assert _named(monkeypatch, [(0.85, 0.6, 1.1), QUIET, QUIET],
+                  [(0.8, 0.7, 0.9), QUIET, (0.8, 0.7, 0.9)]) == {'env Y': 'needed'}
+    # no mix of one part is slower, and B without X or without Y is not: they interact
+    assert _named(monkeypatch, [QUIET] * 3, [QUIET, QUIET, (0.8, 0.7, 0.9)]) == \
+        {'env X': 'interacting', 'env Y': 'interacting'}
+    assert _named(monkeypatch, [QUIET] * 3, [(0.8, 0.7, 0.9)] * 3) == {}
 
 
 # ---- stacks: parts and mixes of the local stacks ---------------------------------------
@@ -181,3 +230,22 @@ def test_later_slots_are_pinned_to_the_nodes_of_the_first():
     # checks on different nodes: no one node list fits all, the scheduler places each run
     assert _pin([case, dict(case, job_nodelist=['nid003'])]) == ''
     assert _pin([dict(case, scheduler='local', job_nodelist=['vm'])]) == ''
+
+
+def test_a_check_whose_build_failed_is_failed_not_a_missing_figure():
+    """ReFrame reports a check whose fixture (the iobench build) failed as 'fail_deps' with no
+    figures: a failure of that stack (exit 1), not 'cannot tell' for want of a phase."""
+    from postprocess.gate import judge
+    from postprocess.gate.runs import _figures
+    ok = {'name': 'BenchIO', 'system': 'local', 'partition': 'default', 'result': 'pass',
+          'iob_reps': '', 'perfvalues': {
+        'local:default:write': [500.0, None, None, None, 'MiB/s']}}
+    assert _figures(ok) == dict(_figures(ok), result='pass', phases={'write': 500.0})
+    assert _figures(dict(ok, result='fail', fail_phase='performance'))['result'] == 'pass'
+    dep = _figures(dict(ok, result='fail_deps', fail_reason=None, perfvalues={}))
+    assert dep['result'] == 'fail' and 'fixture' in dep['reason'] and dep['phases'] == {}
+    good = [{'checks': {'BenchIO': _figures(ok)}}] * 5
+    rows = judge.arm(good, [{'checks': {'BenchIO': dep}}] * 5, 0.05, 0.90)
+    assert [(r['status'], r['phase']) for r in rows] == [('failed', 'write')]
+    assert 'failed under B in 5 of 5' in rows[0]['reason']
+    assert pairs.exit_status([r['status'] for r in rows]) == 1

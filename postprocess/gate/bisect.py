@@ -9,8 +9,9 @@ Only the checks and phases the gate found slower are run again, as pairs against
      a check by a sliver of that is not the answer however sure the sliver is.
   2. only if some slower check and phase has no part named in 1 (the parts act together):
      one mix per part with everything but that part as in B ("B-part"). A part without which
-     the slowdown is gone (the interval of B-part/A starts at 1 - tolerance or above) is named
-     as interacting.
+     the slowdown is gone (the interval of B-part/A starts at 1 - tolerance or above) is named:
+     "interacting" when two or more are named so for one check and phase (each needs the
+     other), "needed" when it is the only one (its own mix in stage 1 was not conclusive).
 So at most 2p mixes of p parts, each run ``pairs`` times with A: (p + 1) x pairs slots a stage,
 plus one warm-up per mix; more than ``max_parts`` parts is refused before anything runs.
 """
@@ -85,12 +86,26 @@ def _bisect(doc, session, names, a, b, parts, only, select, results, cfg):
             for r in two['mixes'][i]['results']:
                 # without this part B is not slower: its interval starts inside the tolerance
                 if r.get('lo') is not None and r['lo'] >= 1 - cfg.tolerance:
-                    named.setdefault(p.name, []).append(dict(r, interacting=True))
-    doc['named'] = [{'part': p.name, 'how': 'interacting' if all(r.get('interacting')
-                                                                  for r in named[p.name])
-                     else 'alone', 'checks': [(r['check'], r['phase']) for r in named[p.name]]}
+                    named.setdefault(p.name, []).append(dict(r, stage=2))
+    per_key = {}
+    for rows in named.values():
+        for r in rows:
+            if r.get('stage') == 2:
+                key = (r['check'], r['phase'])
+                per_key[key] = per_key.get(key, 0) + 1
+    doc['named'] = [{'part': p.name, 'how': _how(named[p.name], per_key),
+                     'checks': [(r['check'], r['phase']) for r in named[p.name]]}
                     for p in parts if p.name in named]
     return doc
+
+
+def _how(rows, per_key):
+    """'alone' when the part's own mix was slower (stage 1); else 'interacting' when other parts
+    were needed for the same check and phase too, 'needed' when it was the only one."""
+    if any(r.get('stage') != 2 for r in rows):
+        return 'alone'
+    return 'interacting' if any(per_key[(r['check'], r['phase'])] > 1 for r in rows) \
+        else 'needed'
 
 
 def shares(doc, gate_results):

@@ -89,7 +89,7 @@ def _out_dir(args):
 
 def run(args):
     from postprocess.gate import bisect, judge, page, stacks, summary
-    from postprocess.gate.runs import GateError, Session, no_checks
+    from postprocess.gate.runs import GateError, Session
     if args.level <= 0.5:
         raise UsageError(f"--level must be above 0.5 '{args.level}'")
     config = args.config or os.environ.get('IOREGRESS_CONFIG') or \
@@ -113,12 +113,11 @@ def run(args):
            'host': platform.node(), 'started': _now()}
     try:
         session.add([args.a, args.b])
-        session.warm(args.a, (a.get('extras') or {}).get('gate_setup', []))
-        try:
-            no_checks(session.slots[0], f"{' '.join(select)} under '{args.a}'")
-        except UsageError:
+        if not session.selected(args.a):
             shutil.rmtree(out)          # bad usage leaves nothing behind
-            raise
+            raise UsageError(f"{' '.join(select)} under '{args.a}' selects no check (reframe -l "
+                             f"with the same options lists what there is)")
+        session.warm(args.a, (a.get('extras') or {}).get('gate_setup', []))
         session.warm(args.b, (b.get('extras') or {}).get('gate_setup', []))
         got = session.blocks([args.a, args.b], args.pairs)
         doc['results'] = judge.arm(got[0], got[1], args.tolerance, args.level)

@@ -24,7 +24,6 @@ import subprocess
 import sys
 import time
 
-from postprocess.common.errors import UsageError
 from postprocess.common.units import MIB, value_unit
 from postprocess.history.perflog import Diagnostics, parse_reps
 
@@ -77,18 +76,33 @@ class Session:
             fp.write(SETTINGS.format(site=self.config, system=self.system.split(':')[0],
                                      names=self.names))
 
+    def _select(self, env, select=None):
+        cmd = [self.reframe, '-C', self.settings, '--system', self.system,
+               '-p', f'^{re.escape(env)}$']
+        for path in self.checks:
+            cmd += ['-c', path]
+        return cmd + (select if select is not None else self.select)
+
+    def selected(self, env):
+        """How many checks the selection lists under ``env`` (``reframe -l``: nothing runs, so
+        a selection that matches nothing is refused before any setup or build)."""
+        proc = subprocess.run(self._select(env) + ['-l'] + self.reframe_args, cwd=self.out,
+                              capture_output=True, text=True)
+        found = re.findall(r'^Found (\d+) check', proc.stdout, re.M)
+        if proc.returncode != 0 or not found:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ['no output']
+            raise GateError(f"reframe -l under '{env}' failed (exit status {proc.returncode}): "
+                            f"{tail[0]}")
+        return int(found[-1])
+
     # ---- one slot ------------------------------------------------------------------------
     def _run(self, env, label, select=None, keep_stage=False):
         n = len(self.slots)
         slot = os.path.join(self.out, 'slots', f'{n:03d}-{_safe(env)}')
         os.makedirs(slot)
-        cmd = [self.reframe, '-C', self.settings, '--system', self.system,
-               '-p', f'^{re.escape(env)}$', '-r', '--prefix', slot,
-               '--perflogdir', os.path.join(slot, 'perflogs'),
-               '--report-file', os.path.join(slot, 'report.json')]
-        for path in self.checks:
-            cmd += ['-c', path]
-        cmd += select if select is not None else self.select
+        cmd = self._select(env, select) + [
+            '-r', '--prefix', slot, '--perflogdir', os.path.join(slot, 'perflogs'),
+            '--report-file', os.path.join(slot, 'report.json')]
         if keep_stage:
             cmd.append('--keep-stage-files')
         if self.pin:
@@ -131,6 +145,11 @@ class Session:
                                 f"{proc.returncode}): {command}: {tail[0]}")
         self.log(f'gate: warm-up of {env} (builds iobench, not judged)')
         record, cases = self._run(env, 'warm-up', keep_stage=True)
+        broken = [(tc['name'], _failure(tc)) for tc in cases if tc.get('fixture') and _failure(tc)]
+        if broken:      # without its build the stack runs nothing: no pairs to wait for
+            name, why = broken[0]
+            raise GateError(f"warm-up of environment '{env}': {name} failed: "
+                            f"{' '.join(str(why).split())[:300]} (see {record['dir']}/reframe.out)")
         builds = glob.glob(os.path.join(self.out, record['dir'], 'stage', '**', 'IOBenchBuild*',
                                         'build', 'iobench'), recursive=True)
         # '' (no build of its own: the Spack path, or a build option that rebuilds each time)
@@ -161,11 +180,27 @@ def _key(tc):
     return f'{tc["name"]} @{tc["system"]}:{tc["partition"]}'
 
 
+#: ReFrame results that are no figure: a failure ('fail' outside the performance stage), a failed
+#: fixture such as the iobench build ('fail_deps'), an aborted run
+FAILED = ('fail', 'fail_deps', 'abort', '<unknown>')
+
+
+def _failure(tc):
+    """Why a test case is a failure, or None (a failed performance reference is a figure)."""
+    result = tc.get('result')
+    if result not in FAILED or (result == 'fail' and tc.get('fail_phase') == 'performance'):
+        return None
+    if result == 'fail_deps':
+        return tc.get('fail_reason') or 'a fixture it depends on failed (the iobench build?)'
+    return tc.get('fail_reason') or f'ReFrame result {result}'
+
+
 def _figures(tc):
     """{'result': pass/fail/skip, 'reason', 'phases': {phase: rate}, 'unit', 'nodes'}."""
-    failed = tc.get('result') == 'fail' and tc.get('fail_phase') != 'performance'
+    reason = _failure(tc)
+    failed = reason is not None
     out = {'result': 'fail' if failed else ('skip' if tc.get('result') == 'skip' else 'pass'),
-           'reason': tc.get('fail_reason') if failed else None,
+           'reason': reason,
            'nodes': tc.get('job_nodelist') or [], 'hash': tc.get('hashcode'), 'phases': {}}
     if failed or out['result'] == 'skip':
         if out['result'] == 'skip':
@@ -192,10 +227,3 @@ def _pin(cases):
              if not tc.get('fixture') and tc.get('scheduler') not in (None, 'local')}
     lists.discard(())
     return ','.join(lists.pop()) if len(lists) == 1 else ''
-
-
-def no_checks(record, what):
-    """UsageError when a slot ran no check at all (the selection matched nothing)."""
-    if not record['checks']:
-        raise UsageError(f'{what} selects no check (reframe -l with the same options lists '
-                         f'what there is)')
