@@ -108,6 +108,12 @@ def _variants(node):
     return ''.join(('+' if v else '~') + k for k, v in sorted(params.items()) if isinstance(v, bool))
 
 
+def _arch_part(value):
+    """A field of a spec's arch: a string, or (a target Spack resolved to a microarchitecture,
+    e.g. zen2) a dict with its name, features and parents."""
+    return value.get('name', '?') if isinstance(value, dict) else str(value)
+
+
 def summarize(nodes):
     """Compact provenance from `spack find --deps --json iobench`: iobench's spec and the I/O
     libraries (MPI, HDF5, ADIOS2, SIONlib) it links, each with version, hash and external prefix."""
@@ -128,8 +134,8 @@ def summarize(nodes):
     return {
         'iobench': f'iobench@{root["version"]}{_variants(root)} /{root["hash"][:7]}',
         'dev_path': root.get('parameters', {}).get('dev_path'),
-        'arch': '-'.join(root.get('arch', {}).get(k, '?') for k in ('platform', 'platform_os',
-                                                                       'target')),
+        'arch': '-'.join(_arch_part(root.get('arch', {}).get(k, '?'))
+                         for k in ('platform', 'platform_os', 'target')),
         'deps': deps,
     }
 
