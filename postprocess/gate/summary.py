@@ -72,5 +72,7 @@ def bisect_lines(bis):
     if bis.get('named'):
         out += [f'CULPRIT: {n["part"]} ({n["how"]})' for n in bis['named']]
     elif bis.get('stages'):
-        out.append('CULPRIT: none named (no mix was slower; see the figures above)')
+        out.append('CULPRIT: none named (no mix was surely slower than A carrying a third of '
+                   'the change, nor B surely not slower without a part: more pairs, or see the '
+                   'figures above)')
     return out
