@@ -66,6 +66,9 @@ for ((i = 1; i < ${#names[@]}; i += 2)); do
         || usage_error "bad --name regular expression '${names[i]}'"
 done
 command -v "$REFRAME" >/dev/null || usage_error "reframe not found: '$REFRAME'"
+# The configs and checks import `iobench_lib` and `postprocess` as installed (ci/setup.sh runs
+# `pip install -e .`): they must be this checkout's, or the night would run another's code.
+msg="$("$PYTHON" "$REPO/ci/installed_here.py" 2>&1)" || usage_error "$msg"
 [[ -z "$results" ]] && usage_error "empty results directory ''"
 if [[ -e "$results" && ! -d "$results" ]]; then usage_error "results path is not a directory '$results'"; fi
 

@@ -12,7 +12,6 @@ In parallel (pytest-xdist, `-n auto` in pyproject's addopts): see "Running in pa
 docs/operations.md#tests.
 """
 import fcntl
-import importlib.util
 import json
 import os
 import shutil
@@ -22,6 +21,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from iobench_lib import installed
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,12 +34,9 @@ os.environ.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
 
 
 def _optional_library_args() -> list:
-    """-DCMAKE_PREFIX_PATH=<ADIOS2> when configs/systems/_detect.py finds one (ci/build_adios2.sh's
+    """-DCMAKE_PREFIX_PATH=<ADIOS2> when iobench_lib/installed.py finds one (ci/build_adios2.sh's
     install); SIONlib is found by CMake itself through $SIONLIB_ROOT or sionconfig on PATH."""
-    spec = importlib.util.spec_from_file_location("_detect", REPO / "configs" / "systems" / "_detect.py")
-    detect = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(detect)
-    prefix = detect.adios2_dir()
+    prefix = installed.adios2_dir()
     return [f"-DCMAKE_PREFIX_PATH={prefix}"] if prefix else []
 
 

@@ -2,21 +2,19 @@
 import math
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from postprocess.detect.outliers import outlier_indices
+from postprocess.detect.suite import detect
+from postprocess.history.perflog import read_perflogs
+from postprocess.history.store import History
+from postprocess.references import calibrate as cal
 
-from postprocess.references import calibrate as cal  # noqa: E402
-from postprocess.detect.outliers import outlier_indices  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-from postprocess.history.perflog import read_perflogs  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 FIX = REPO / 'tests' / 'fixtures' / 'perflogs'
 SYNTH = FIX / 'synthetic'
@@ -145,10 +143,9 @@ def test_calibrate_writes_the_reference_format(tmp_path):
     out, written, kept, msgs = _calibrate(tmp_path, runs)
     assert written == 13 and kept == 0 and msgs == []
     data = yaml.safe_load(out.read_text())
-    # the layout reframe_checks/iobench_lib/references.py validates and ReFrame reads
-    sys.path.insert(0, str(REPO / 'reframe_checks'))
-    from iobench_lib import references
-    references.validate(str(out), data)
+    # the layout postprocess/references/reference_file.py validates and ReFrame reads
+    from postprocess.references import reference_file
+    reference_file.validate(str(out), data)
     assert data['BenchIO']['$index'] == ['$partition', 'iob_params']
     key = 'backend=posix,mode=fpp,pattern=benchio,ranks=2,size=64,stripe=default'
     entry = data['BenchIO']['synthetic:p1'][key]

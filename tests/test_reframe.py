@@ -15,17 +15,17 @@ import time
 
 import pytest
 
+from iobench_lib import installed
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SETTINGS = str(REPO / 'configs' / 'settings.py')
 CHECKS = str(REPO / 'reframe_checks')
-sys.path.insert(0, str(REPO / 'configs' / 'systems'))
-import _detect  # noqa: E402
 
 pytestmark = pytest.mark.reframe
 
 # Always built and required to pass on `local`; hdf5 when Debian's parallel HDF5 is there.
 REQUIRED = ['posix:fpp', 'posix:shared', 'mpiio:independent', 'mpiio:collective']
-if _detect.hdf5_parallel_prefix():
+if installed.hdf5_parallel_prefix():
     REQUIRED += ['hdf5:independent', 'hdf5:collective']
 PERFLOG_FIXED = ['job_completion_time', 'reframe version', 'name', 'system', 'partition',
                  'environ', 'iob_params', 'jobid', 'result', 'iob_reps', 'iob_provenance']

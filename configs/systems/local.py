@@ -1,17 +1,11 @@
 """The embedded `local` system: this machine, OpenMPI, the local scheduler, one job at a time.
 
 Its hostname pattern matches every host, so configs/settings.py puts it last. Library features
-(+hdf5, +adios2, +sionlib, +darshan) are what _detect.py finds when the configuration is loaded;
-`local` never has +lustre. Environment variables that steer detection: IOREGRESS_ADIOS2_DIR,
-SIONLIB_ROOT, IOREGRESS_DARSHAN_LIB, IOREGRESS_SCRATCH, IOREGRESS_BUILD.
+(+hdf5, +adios2, +sionlib, +darshan) are what iobench_lib/installed.py finds when the configuration
+is loaded; `local` never has +lustre. Environment variables that steer detection:
+IOREGRESS_ADIOS2_DIR, SIONLIB_ROOT, IOREGRESS_DARSHAN_LIB, IOREGRESS_SCRATCH, IOREGRESS_BUILD.
 """
-import importlib.util
-import pathlib
-
-_spec = importlib.util.spec_from_file_location(
-    'ioregress_detect', pathlib.Path(__file__).with_name('_detect.py'))
-_detect = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_detect)
+from iobench_lib import installed
 
 
 site_configuration = {
@@ -37,10 +31,10 @@ site_configuration = {
                         ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
                         ['OMPI_MCA_rmaps_base_oversubscribe', '1'],
                     ],
-                    'extras': _detect.this_machine_extras(),
+                    'extras': installed.this_machine_extras(),
                 }
             ],
         }
     ],
-    'environments': [_detect.mpi_gnu_environment('local')],
+    'environments': [installed.mpi_gnu_environment('local')],
 }

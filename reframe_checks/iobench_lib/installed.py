@@ -1,7 +1,8 @@
 """What is installed here, found when the ReFrame configuration is loaded.
 
-Shared by the files in this directory (a name starting with ``_`` is not loaded as a system by
-``configs/settings.py``). Each helper returns a path, or ``None`` when the thing is absent, so a
+Imported by the system files of machines like this one (configs/systems/local.py:
+``from iobench_lib import installed``; a site's copy of it works the same, the package being
+installed by ci/setup.sh). Each helper returns a path, or ``None`` when the thing is absent, so a
 system file turns what exists into ReFrame features (``+hdf5``, ``+adios2``, ``+sionlib``,
 ``+darshan``) and ``extras`` that the checks read; nothing here ever fails the configuration load.
 """
