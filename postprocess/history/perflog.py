@@ -285,3 +285,41 @@ def line_filter(path, ranges, skipped=None):
             return False
         return True
     return keep
+
+
+def _days(nights):
+    out = set()
+    for n in nights:
+        try:
+            day = datetime.date.fromisoformat(n)
+        except (TypeError, ValueError):
+            continue
+        out.update({day.isoformat().encode(), (day + datetime.timedelta(days=1)).isoformat()
+                   .encode()})
+    return out
+
+
+def runs_of_nights(roots, nights, system=None, this_run=None):
+    """Run records (with provenance) of the perflog lines completed on ``nights`` (+1 day, for a
+    session that crossed midnight): a line's first ten bytes are its completion date, so only those
+    lines are parsed and the cost does not grow with the history (why/annotate.py, why/state.py)."""
+    days = _days(nights)
+    runs, diag = [], Diagnostics()
+    if not days:
+        return runs
+    for path, ranges in walk_perflogs(roots, diag, this_run):
+        wanted, offset = set(), 0
+        try:
+            with open(path, 'rb') as fp:
+                for raw in fp:
+                    if raw[:10] in days:
+                        wanted.add(offset)
+                    offset += len(raw)
+        except OSError:
+            continue
+        if not wanted:
+            continue
+        base = line_filter(path, ranges)
+        runs += read_perflog(path, diag, keep=lambda o, w=wanted, b=base:
+                             o in w and (b is None or b(o)))
+    return [r for r in runs if system is None or r['system'] == system]

@@ -1,51 +1,12 @@
 """What the machine was doing on each finding's night (load, fullness, other jobs), for the
 history table's "machine" column: ``machine`` on every finding of detect's JSON.
 
-Only the perflog lines of the findings' nights are parsed with their provenance (a line's first
-ten bytes are its completion date; the night and the day after it are read, for a session that
-crossed midnight), so a nightly's cost does not grow with the history.
+Only the perflog lines of the findings' nights are parsed with their provenance
+(history/perflog.py ``runs_of_nights``), so a nightly's cost does not grow with the history.
 """
-import datetime
-
-from postprocess.history.perflog import Diagnostics, line_filter, read_perflog, walk_perflogs
+from postprocess.history.perflog import runs_of_nights
 from postprocess.why import provenance
-from postprocess.why.annotate import matches_finding, index_runs
-
-
-def _days(nights):
-    out = set()
-    for n in nights:
-        try:
-            day = datetime.date.fromisoformat(n)
-        except (TypeError, ValueError):
-            continue
-        out.update({day.isoformat().encode(), (day + datetime.timedelta(days=1)).isoformat()
-                   .encode()})
-    return out
-
-
-def runs_of_nights(roots, nights, system=None, this_run=None):
-    """Run records (with provenance) of the perflog lines completed on ``nights`` (+1 day)."""
-    days = _days(nights)
-    runs, diag = [], Diagnostics()
-    if not days:
-        return runs
-    for path, ranges in walk_perflogs(roots, diag, this_run):
-        wanted, offset = set(), 0
-        try:
-            with open(path, 'rb') as fp:
-                for raw in fp:
-                    if raw[:10] in days:
-                        wanted.add(offset)
-                    offset += len(raw)
-        except OSError:
-            continue
-        if not wanted:
-            continue
-        base = line_filter(path, ranges)
-        runs += read_perflog(path, diag, keep=lambda o, w=wanted, b=base:
-                             o in w and (b is None or b(o)))
-    return [r for r in runs if system is None or r['system'] == system]
+from postprocess.why.annotate import index_runs, matches_finding
 
 
 def text(state):
