@@ -33,7 +33,7 @@ nights with a `system` finding where nothing moved, the share of the 10 drops fl
 within two and within three nights, how often `since` names night 11, and (d) the nights reported
 as one `system` write finding. Goals: docs/verdicts.md.
 
-Usage: python bench/detection.py [--trials 30] [--scenarios abcdefghi] [--seed 1] [--jobs 2]
+Usage: python3 -m bench.detection [--trials 30] [--scenarios abcdefghi] [--seed 1] [--jobs 2]
 (about 10 s per trial and scenario on one core)
 """
 import argparse

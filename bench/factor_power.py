@@ -2,8 +2,8 @@
 level wanders, as a model (not the detector), to read real replays by (docs/verdicts.md).
 
 Model: the checks' common write level wanders N(0, s) from night to night (s is measured on a
-replay's clean nights: `python bench/real_replay.py --effects DIR/runN`); 12 clean nights of history;
-a fault of -19 % (bench/iofault.c's write fault on POSIX, MPI-IO and HDF5 phases, measured by
+replay's clean nights: `python3 -m bench.real_replay --effects DIR/runN`); 12 clean nights of history;
+a fault of -19 % (tests/support/iofault.c's write fault on POSIX, MPI-IO and HDF5 phases, measured by
 tests/test_iofault.py) on nights 13 and 14. Night 13 is tested alone, night 14 pooled with 13, by
 a one-sided t on the history's mean and spread at Holm's first step of ``alpha_system`` over the
 write and read factors; a flag is red when an independent re-run of the same size, sharing a part
@@ -11,7 +11,7 @@ rho of that night's state, passes at ``alpha_confirm``. Printed: the chance that
 nights are red in both runs of a pair, and the factor's false red nights per run (9 clean nights
 x 2 factors). The detector's own test adds a floor and robust levels, so it is at most this strong.
 
-    python bench/factor_power.py [--wander 0.05,0.06,0.07,0.08] [--trials 200000]
+    python3 -m bench.factor_power [--wander 0.05,0.06,0.07,0.08] [--trials 200000]
 """
 import argparse
 

@@ -13,7 +13,7 @@ counts x 2 sizes x 5 stripes) x N nights, 5 repetitions per phase, plus a fio ba
 night; the warm step appends 4 more nights (804 lines). The warm report is given detect's JSON, as
 ci/nightly.sh's report finds it in the run directory.
 
-Usage: python bench/postprocess_speed.py [--lines 1000000] [--keep DIR]
+Usage: python3 -m bench.postprocess_speed [--lines 1000000] [--keep DIR]
 """
 import argparse
 import datetime
@@ -93,7 +93,6 @@ def timed(label, args):
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         os.chdir(REPO)
-        os.environ['PYTHONPATH'] = REPO
         os.execv(sys.executable, argv)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - t0

@@ -8,8 +8,8 @@ Printed: one Markdown row per level (the I/O stack's factor per phase, each grou
 rates, and the median over the night's bandwidth series), with the nights counted, the median and
 the 10-90 % range of its figure.
 
-    python bench/reach.py /tmp/r30/run1/clean /tmp/r30/run2/clean --from 6
-    python bench/reach.py /tmp/r30/run*/hdf5 --from 13 --each 'HDF5 checks, write'
+    python3 -m bench.reach /tmp/r30/run1/clean /tmp/r30/run2/clean --from 6
+    python3 -m bench.reach /tmp/r30/run*/hdf5 --from 13 --each 'HDF5 checks, write'
 """
 import argparse
 import collections
@@ -17,13 +17,11 @@ import statistics
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from postprocess.common.findings import group_label  # noqa: E402
-from postprocess.detect.cli import past_unconfirmed  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history import inputs  # noqa: E402
-from postprocess.report.reach import level_kind  # noqa: E402
+from postprocess.common.findings import group_label
+from postprocess.detect.cli import past_unconfirmed
+from postprocess.detect.suite import detect
+from postprocess.history import inputs
+from postprocess.report.reach import level_kind
 
 
 def level_name(f):

@@ -1,13 +1,13 @@
 """Real-night replay of the nightly verdict: `ci/nightly.sh --tag quick` on `local`, one run after
 another into one results tree, each re-dated to its own night, then two nights with iobench made
-~20 % slower by bench/iofault.c (fio untouched). Prints, per night, the exit status and what was red,
+~20 % slower by tests/support/iofault.c (fio untouched). Prints, per night, the exit status and what was red,
 and per scenario the counts that judge the verdict (issue 18, docs/verdicts.md).
 
-Scenarios (bench/nights.py FAULTS): write (every iobench write and sync +25 % time, paid in kind:
+Scenarios (tests/support/nights.py FAULTS): write (every iobench write and sync +25 % time, paid in kind:
 a quarter of the bytes again), hdf5 (only writes to HDF5 files, +35 %: sized by what it
 realizes), read (every iobench read), meta (every create/open/stat/unlink/close of iobench's
 files +25 % of its own time, a create's paid in kind; MDEmptyFiles is the check whose time that
-is). bench/fault_size.py measures what a fault does to a phase, side by side.
+is).
 
 The clean nights are shared: one results tree runs nights 1..N-2 clean; each scenario then runs its
 two slowed nights on its own copy of the perflogs at that point (the verdict is causal: a night is
@@ -16,9 +16,9 @@ scenario, and the machine's drift and bursts on them are real). The short replay
 the tree after night M-2 and runs nights M-1, M slowed (write), as a site's first ten days would.
 Each run (--runs) starts a fresh results tree.
 
-    python bench/real_replay.py --nights 14 --short 10 --runs 2 --out /tmp/replay --json FILE
-    python bench/real_replay.py --summarize FILE      # the tables again from a saved JSON
-    python bench/real_replay.py --effects OUT/run1    # what the faults did to the measurements
+    python3 -m bench.real_replay --nights 14 --short 10 --runs 2 --out /tmp/replay --json FILE
+    python3 -m bench.real_replay --summarize FILE      # the tables again from a saved JSON
+    python3 -m bench.real_replay --effects OUT/run1    # what the faults did to the measurements
 
 A night of the quick suite takes ~40-90 s here (plus a confirmation re-run when something is
 flagged); 14 nights x 2 runs with 4 scenarios and the short replay: 44 nightly runs, ~1 h.
@@ -33,8 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import nights  # noqa: E402  (bench/nights.py)
+from tests.support import nights
 
 SCENARIOS = ('write', 'hdf5', 'read', 'meta')
 JUDGED_FROM = 3          # clean nights judged: those with >= 3 nights of history (night 4 on)
@@ -222,7 +221,6 @@ def effects(run_dir, n_nights, out=print):
     each one's change) on the slowed nights against the clean nights 4..N-2, beside the clean
     nights' spread (SD of a series' nightly level, median over series; SD of the common change).
     A fault is only findable when its change stands out of that spread."""
-    sys.path.insert(0, str(nights.REPO))
     out('| scenario | phase | series | common change, slowed nights | clean SD: series / common |')
     out('|---|---|---|---|---|')
     clean = slice(JUDGED_FROM, n_nights - 2)

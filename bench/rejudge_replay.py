@@ -11,20 +11,16 @@ setting's new flags cannot be confirmed or refuted here (a real replay does that
 replay's re-runs refuted on earlier nights are read from its run directories, as the nightly's
 `detect --runs` reads them.
 
-    python bench/rejudge_replay.py /tmp/r10 --set alpha_system=0.05 --set alpha_system=0.1
+    python3 -m bench.rejudge_replay /tmp/r10 --set alpha_system=0.05 --set alpha_system=0.1
 """
 import argparse
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import real_replay  # noqa: E402  (bench/real_replay.py)
-from postprocess.detect.cli import past_unconfirmed  # noqa: E402
-from postprocess.detect.options import DEFAULTS  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history import inputs  # noqa: E402
+from bench import real_replay
+from postprocess.detect.cli import past_unconfirmed
+from postprocess.detect.options import DEFAULTS
+from postprocess.detect.suite import detect
+from postprocess.history import inputs
 
 
 def flags_by_night(tree, options):

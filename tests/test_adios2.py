@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from conftest import iobench_error_lines, mpirun_cmd
+from tests.support.launch import iobench_error_lines, mpirun_cmd
 
 SIZE = 16                      # 16^3 doubles = 32 KiB per rank
 NP = 2

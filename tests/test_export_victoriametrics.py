@@ -15,12 +15,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from servers import free_port, victoria_metrics, webhook  # noqa: E402
+from postprocess.history.perflog import read_perflogs
+from tests.support.servers import free_port, victoria_metrics, webhook
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from postprocess.history.perflog import read_perflogs  # noqa: E402
 
 pytestmark = pytest.mark.reframe
 CHECKS = ['BenchIO.*size=64.*ranks=2.*posix:fpp', 'BaselineFio']      # with --tag quick: one BenchIO and fio
@@ -192,7 +190,7 @@ def test_nightly_sends_values_when_the_system_file_says_so(tmp_path):
         settings = checkout_with_export(tmp_path, vm.url)
         results = tmp_path / 'results'
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-                   PYTHONPATH=str(REPO), IOREGRESS_CONFIG=str(settings))
+                   IOREGRESS_CONFIG=str(settings))
         proc = subprocess.run([str(REPO / 'ci' / 'nightly.sh'), '--tag', 'quick', '--system', 'local',
                                '--results', str(results), '--name', 'BaselineFio'],
                               capture_output=True, text=True, env=env, timeout=900)

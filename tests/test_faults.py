@@ -40,8 +40,7 @@ def night(day):
 
 
 def env_for(fake, day, **extra):
-    env = dict(os.environ, REFRAME=str(fake), FAKE_PERFLOG=str(REAL_LOG), FAKE_TIME=night(day),
-               PYTHONPATH=str(REPO))
+    env = dict(os.environ, REFRAME=str(fake), FAKE_PERFLOG=str(REAL_LOG), FAKE_TIME=night(day))
     env.pop('IOREGRESS_CACHE', None)
     env.pop('IOREGRESS_THIS_RUN', None)
     env.update({k: str(v) for k, v in extra.items()})
@@ -116,7 +115,7 @@ def history_nights(results):
     """Nights the postprocess counts (incomplete runs left out), via `ingest`."""
     proc = subprocess.run([sys.executable, '-m', 'postprocess', 'ingest', '--perflogs',
                            str(results / 'perflogs'), '--format', 'jsonl'], cwd=REPO,
-                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return sorted({json.loads(line)['night'] for line in proc.stdout.splitlines()})
 
@@ -226,11 +225,10 @@ def test_full_disk_while_perflogs_are_appended(fake, small_tmpfs, tmp_path):
 
 def test_postprocess_outputs_on_a_full_disk_stay_whole(small_tmpfs):
     out = small_tmpfs / 'report'
-    env = dict(os.environ, PYTHONPATH=str(REPO))
     synth = REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic'
     cmd = [sys.executable, '-m', 'postprocess']
     first = subprocess.run(cmd + ['detect', '--perflogs', str(synth), '--json', str(out / 'd.json')],
-                           cwd=REPO, capture_output=True, text=True, env=env)
+                           cwd=REPO, capture_output=True, text=True)
     assert first.returncode == 1 and (out / 'd.json').exists()        # 1: a regression is shown
     previous = (out / 'd.json').read_bytes()
     filler = small_tmpfs / 'filler'
@@ -242,7 +240,7 @@ def test_postprocess_outputs_on_a_full_disk_stay_whole(small_tmpfs):
     for args in (['detect', '--perflogs', str(synth), '--all-nights', '--json', str(out / 'd.json')],
                  ['ingest', '--perflogs', str(synth), '-o', str(out / 'tidy.csv')],
                  ['report', '--perflogs', str(synth), '-o', str(out / 'r')]):
-        proc = subprocess.run(cmd + args, cwd=REPO, capture_output=True, text=True, env=env)
+        proc = subprocess.run(cmd + args, cwd=REPO, capture_output=True, text=True)
         assert proc.returncode == 1, proc.stderr
         errors = [line for line in proc.stderr.splitlines() if 'error' in line]
         assert len(errors) == 1 and 'No space left on device' in errors[0], proc.stderr
@@ -309,17 +307,16 @@ def assert_escaped(html_text):
 def test_hostile_names_are_escaped_in_every_page(tmp_path):
     perflogs = tmp_path / 'perflogs'
     hostile_perflog(perflogs)
-    env = dict(os.environ, PYTHONPATH=str(REPO))
     work = tmp_path / 'cwd'
     work.mkdir()
     cmd = [sys.executable, '-m', 'postprocess']
     out = tmp_path / 'out'
     proc = subprocess.run(cmd + ['report', '--perflogs', str(perflogs), '-o', str(out / 'report')],
-                          cwd=work, capture_output=True, text=True, env=env)
+                          cwd=work, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     proc = subprocess.run(cmd + ['detect', '--perflogs', str(perflogs), '--all-nights',
                                  '--json', str(out / 'detect.json')],
-                          cwd=work, capture_output=True, text=True, env=env)
+                          cwd=work, capture_output=True, text=True)
     assert proc.returncode in (0, 1) and '<script>alert(1)</script>' in proc.stdout   # text: verbatim
     # Darshan index: hostile names from the run report of a results tree with one real log
     case_dir = tmp_path / 'run' / 'output' / 'local' / 'default' / 'gnu' / 'case'
@@ -331,7 +328,7 @@ def test_hostile_names_are_escaped_in_every_page(tmp_path):
         'fail_reason': HOSTILE[1], 'outputdir': str(case_dir)}]}]}))
     proc = subprocess.run(cmd + ['darshan-index', str(tmp_path / 'run'), '-o', str(out / 'darshan'),
                                  '--no-summaries', '-j', '1'],
-                          cwd=work, capture_output=True, text=True, env=env)
+                          cwd=work, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     pages = list(out.rglob('*.html'))
     assert any(p.parent.name == 'report' for p in pages) and any('darshan' in str(p) for p in pages)
@@ -366,7 +363,7 @@ def test_real_reframe_killed_midway(tmp_path):
     """A real ReFrame quick run, SIGTERM to the nightly once the first perflog line is written."""
     results = tmp_path / 'results'
     out = tmp_path / 'nightly.out'
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ)
     env.pop('REFRAME', None)
     proc = subprocess.Popen(['bash', str(NIGHTLY), '--system', 'local', '--results', str(results),
                              '--name', 'BenchIO'], stdout=open(out, 'w'), stderr=subprocess.STDOUT,

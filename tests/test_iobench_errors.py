@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import BAD_INPUT_ENV
+from tests.support.launch import BAD_INPUT_ENV
 
 
 def own_lines(stderr):
@@ -162,7 +162,7 @@ def test_a_hung_error_path_still_leaves_the_failed_document(hang_rank, run_ioben
     the hang both said, and removes the data files: a hung run is not a run without a result. With
     rank 1 failing, rank 0 is the one stuck without a watchdog (the CI failure of
     test_disk_full[hdf5-collective]): rank 1 writes it."""
-    from preload import build_preload
+    from tests.support.preload import build_preload
     if "mpiio" not in iobench_backends:
         pytest.skip("mpiio not compiled in")
     shim = build_preload(tmp_path, "hang", HANG_SHIM)
@@ -197,7 +197,7 @@ def test_a_hang_after_the_document_was_emitted_does_not_print_a_second(run_ioben
     """With barriers=1 the failure is agreed inside the span, so the failure path emits the document
     and then releases the library, whose close hangs: the watchdog ends the run without a second
     document on stdout, and says the hang on stderr."""
-    from preload import build_preload
+    from tests.support.preload import build_preload
     if "mpiio" not in iobench_backends:
         pytest.skip("mpiio not compiled in")
     shim = build_preload(tmp_path, "hang", HANG_SHIM)

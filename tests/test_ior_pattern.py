@@ -19,19 +19,14 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import BAD_INPUT_ENV, mpirun_cmd
+from bench import ior_pairs
+from tests.support.launch import BAD_INPUT_ENV, ior_binary, mpirun_cmd
 
 BLOCK, XFER, SEGS = 64 * 1024, 16 * 1024, 3
 XW, STAMP_EVERY = XFER // 8, 512          # words per transfer; one stamp per 4 KiB
 SIZES = ["--param", f"block={BLOCK // 1024}k", "--param", f"transfer={XFER // 1024}k",
          "--param", f"segments={SEGS}"]
 IOR_PACKET = ["-l", "o"]                  # as reframe_checks/iobench_lib/ior_pairs.IOR_PACKET
-
-
-def ior_binary():
-    root = os.environ.get("IOR_ROOT")
-    path = os.path.join(root, "bin", "ior") if root else shutil.which("ior")
-    return path if path and os.access(path, os.X_OK) else None
 
 
 def ior_args(backend, mode, tmp_path, *extra):
@@ -283,8 +278,6 @@ def test_a_rank_holds_one_transfer_buffer_not_its_blocks(iobench, tmp_path):
 
 
 def test_bench_splits_two_modes_and_pairs_within_one():
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-    import ior_pairs
     pairs = [(404, 1760), (1675, 409), (1559, 1564), (428, 1739), (1570, 1571)]
     counts, same, n = ior_pairs.mode_summary(pairs)
     assert counts == "fast 3/4" and n == 2 and same == pytest.approx((1559 / 1564 + 1570 / 1571) / 2)
@@ -293,8 +286,6 @@ def test_bench_splits_two_modes_and_pairs_within_one():
 
 
 def test_bench_ci_of_the_median_ratio_says_within_differs_or_unresolved():
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-    import ior_pairs
     from scipy.stats import binom
     # n = 8 at 90 %: x(2)..x(7), coverage 1 - 2 P(B(8, 1/2) <= 1) = 0.930
     r = [0.90, 0.97, 0.98, 0.99, 1.00, 1.01, 1.03, 1.20]

@@ -8,15 +8,14 @@ would run on the cluster, so the test reads the exact commands.
 """
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from iobench_lib import lustre
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / 'tests' / 'fixtures' / 'lustre'
-sys.path.insert(0, str(REPO / 'reframe_checks'))
-from iobench_lib import lustre  # noqa: E402
 
 MiB = 1024 * 1024
 EXPECTED = {

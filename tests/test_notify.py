@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from servers import free_port, smtp_server, wait_for, webhook  # noqa: E402
+from tests.support.servers import free_port, smtp_server, wait_for, webhook
 
 REPO = Path(__file__).resolve().parent.parent
 CHECK = 'BenchIO %size=64 %ranks=2 %stripe=default %io=posix:fpp'

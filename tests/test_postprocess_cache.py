@@ -2,18 +2,16 @@
 (inputs.load_history(last_nights=N)) on the committed synthetic perflogs: every warm History must
 equal a cold parse of the same bytes, whatever happened to the file or the cache in between."""
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from postprocess.cli import build_parser
+from postprocess.detect.suite import detect
+from postprocess.history import cache, inputs
 
-from postprocess.cli import build_parser  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history import cache, inputs  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 SYNTH = REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic'
 

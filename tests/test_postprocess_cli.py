@@ -1,6 +1,5 @@
 """`python -m postprocess` end to end on committed perflogs: outputs, messages, exit codes."""
 import json
-import os
 import re
 import sqlite3
 import subprocess
@@ -15,9 +14,8 @@ REAL = REPO / 'tests' / 'fixtures' / 'perflogs' / 'real'
 
 
 def pp(*args, cwd=REPO):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
     return subprocess.run([sys.executable, '-m', 'postprocess', *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=300, env=env)
+                          capture_output=True, text=True, timeout=300)
 
 
 def make_bad_inputs(root):

@@ -1,16 +1,11 @@
 """bench/rejudge_replay.py: detect options are checked by name and type, and a setting is given to
 that judgement only (the next setting, or the defaults row, must not inherit it)."""
 import argparse
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'bench'))
-import rejudge_replay  # noqa: E402  (bench/rejudge_replay.py)
-from postprocess.detect import options  # noqa: E402
+from bench import rejudge_replay
+from postprocess.detect import options
 
 
 def test_a_setting_is_a_known_option_with_its_type():

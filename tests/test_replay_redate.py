@@ -1,14 +1,11 @@
-"""The replays' re-dating (bench/nights.py): a night's perflog lines and verdict move to the night
+"""The replays' re-dating (tests/support/nights.py): a night's perflog lines and verdict move to the night
 it stands for, one session on its date, also when the run crossed midnight (run 27.1: 24 of a
 night's 26 lines stayed at the real date and became a night of their own, after every replayed
 one; moved with their clock times, the two after midnight joined the night before)."""
 import json
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / 'bench'))
-import nights  # noqa: E402
+from tests.support import nights
+
 
 HEADER = b'job_completion_time|name|iob_reps\n'
 OLD = b'2026-01-10T20:00:00+0000|BenchIO|write=1:0.5\n'

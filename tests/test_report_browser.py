@@ -11,15 +11,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / 'tests'))
-from test_report_summary import cases_for, pp, synthetic_findings, SYNTH  # noqa: E402
+from tests.support.report_inputs import cases_for, pp, SYNTH, synthetic_findings
+
 
 CHROMIUM = shutil.which('chromium')
 DRIVER = shutil.which('chromedriver')

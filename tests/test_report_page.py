@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'tests'))
+from postprocess.history.perflog import PHASES
+from postprocess.report import html, verdict
+from tests.support.report_inputs import cases_for, pp, SYNTH, synthetic_findings
 
-from postprocess.history.perflog import PHASES  # noqa: E402
-from postprocess.report import html, verdict  # noqa: E402
-from test_report_summary import SYNTH, cases_for, pp, synthetic_findings  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 EVIL = '<script>alert(1)</script>'
 

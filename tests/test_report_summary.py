@@ -6,56 +6,15 @@ findings of the synthetic perflog history; the issue-11 fields (`scope`, `since`
 are added to those findings the way that issue describes them.
 """
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.report_inputs import cases_for, ENV, make_run, pp, synthetic_findings
+
 REPO = Path(__file__).resolve().parent.parent
-SYNTH = REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic'
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
-
-
-def pp(*args):
-    return subprocess.run([sys.executable, '-m', 'postprocess', *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300, env=ENV)
-
-
-def synthetic_findings(tmp_path):
-    """Real detection on the synthetic history (its last night holds a 35 % write drop)."""
-    out = tmp_path / 'detect.json'
-    proc = pp('detect', '--perflogs', SYNTH, '--json', out)
-    assert proc.returncode == 1, proc.stderr          # 1: a regression is shown
-    return json.loads(out.read_text())
-
-
-def cases_for(findings, fail=None, skip=()):
-    """A ReFrame report.json (the 4.10 layout) whose test cases are the findings' checks."""
-    cases, seen = [], set()
-    for f in findings:
-        name = f['check']
-        if name in seen or f.get('scope', 'series') != 'series':
-            continue
-        seen.add(name)
-        result = 'fail' if name == fail else 'skip' if name in skip else 'pass'
-        cases.append({'system': f['system'], 'partition': f['partition'], 'environ': f['environ'],
-                      'display_name': name, 'name': name, 'result': result, 'fixture': False,
-                      'iob_params': f['params'],
-                      'fail_phase': 'sanity' if result == 'fail' else None,
-                      'fail_reason': 'sanity error: rank 1: verification failed at element 17'
-                      if result == 'fail' else None})
-    return {'session_info': {'num_cases': len(cases)}, 'runs': [{'testcases': cases}]}
-
-
-def make_run(tmp_path, findings, report):
-    run = tmp_path / 'run'
-    (run / 'post').mkdir(parents=True)
-    (run / 'post' / 'detect.json').write_text(json.dumps(findings))
-    (run / 'report.json').write_text(json.dumps(report))
-    return run
 
 
 def test_summary_lists_regression_failure_and_issue11_fields(tmp_path):
@@ -215,7 +174,6 @@ def test_summary_prefers_the_nightly_verdict_document(tmp_path):
 
 def test_an_empty_file_series_is_shown_in_ops_per_second():
     """MDEmptyFiles logs operations as its amount (CONTRACT §3): its 'MiB/s' are ops/s / 2^20."""
-    sys.path.insert(0, str(REPO))
     from postprocess.report.summary import format_line
     a = {'kind': 'regression', 'check': 'MDEmptyFiles %size=5000', 'phase': 'read',
          'params': 'backend=posix,filesize=0,mode=fpp,pattern=mdfiles,ranks=2,size=5000',

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -228,9 +227,6 @@ def test_reframe_spack_build_path(tmp_path):
 
 
 # ---- the build path's pure helpers -----------------------------------------------------------
-sys.path.insert(0, str(REPO / 'reframe_checks'))
-
-
 def test_provenance_summary_of_real_spack_output():
     """tests/fixtures/spack/find-deps-iobench.json is `spack -e spack_env/systems/local find
     --deps --json iobench` from Spack 1.1.0 on the CI box."""

@@ -7,7 +7,6 @@ ReFrame format. Rates over many trials are measured by bench/detection.py, not h
 import datetime
 import json
 from collections import Counter
-import math
 import os
 import subprocess
 import sys
@@ -16,54 +15,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from postprocess.common.stats import hodges_lehmann, holm, moderated_variances
+from postprocess.detect import verdict
+from postprocess.detect.changepoint import change_start
+from postprocess.detect.suite import detect
+from postprocess.history.perflog import read_perflogs
+from postprocess.history.store import History
+from tests.support.simruns import flags, night_of, runs_for, START
 
-from postprocess.common.stats import hodges_lehmann, holm, moderated_variances  # noqa: E402
-from postprocess.detect import verdict  # noqa: E402
-from postprocess.detect.changepoint import change_start  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history.perflog import read_perflogs  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-sys.path.insert(0, str(REPO / 'tests'))
-from simruns import record  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 SYNTH = REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic'
 MiB = 2 ** 20
-START = datetime.datetime(2026, 3, 1, 2, 0, tzinfo=datetime.timezone.utc)
-
-
-def night_of(i):
-    return (START + datetime.timedelta(days=i)).date().isoformat()
-
-
-def runs_for(nights, checks=40, reps=10, cv=0.15, seed=1, factor=lambda night, check, phase: 1.0,
-             start=START, session=None, noise_seed=None):
-    """Run records of ``checks`` checks + fio for ``nights`` nights (write and read). ``seed``
-    fixes the checks' medians (and the noise, unless ``noise_seed``: a re-run's fresh draw)."""
-    rng = np.random.default_rng(seed)
-    sigma = math.sqrt(math.log1p(cv * cv))
-    medians = np.exp(rng.uniform(np.log(100), np.log(2000), checks + 1))
-    if noise_seed is not None:
-        rng = np.random.default_rng(noise_seed)
-    out = []
-    for night in nights:
-        when = start + datetime.timedelta(days=night)
-        for c in range(checks + 1):
-            params = ('backend=fio,bs=1M,mode=seq,pattern=fio,ranks=1,size=64MiB,stripe=default'
-                      if c == 0 else f'backend=posix,mode=fpp,pattern=benchio,ranks=2,size={c}')
-            name = 'BaselineFio' if c == 0 else f'Sim %id={c}'
-            bws = {}
-            for phase in ('write', 'read'):
-                bw = medians[c] * factor(night, c, phase) * np.exp(rng.normal(0, sigma, reps))
-                bws[phase] = bw
-            out.append(record(when, c, name, params, bws, session))
-    return out
-
-
-def flags(findings, night=None):
-    return [f for f in findings if f['status'] in ('regression', 'improvement')
-            and (night is None or f['night'] == night)]
 
 
 # ---- statistics from the field ------------------------------------------------------------------
@@ -254,7 +217,7 @@ def test_nothing_rerun_keeps_the_flag():
 # ---- the CLI nightly.sh uses ----------------------------------------------------------------------
 
 def pp(*args, cwd=REPO):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ)
     env.pop('IOREGRESS_THIS_RUN', None)
     return subprocess.run([sys.executable, '-m', 'postprocess', *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, env=env, timeout=300)

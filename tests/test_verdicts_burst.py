@@ -3,16 +3,11 @@ partition-wide flag the re-run refuted keeps that night out of every phase's fac
 phase whose own flag the re-run reproduced (run 27.2, night 13: the stack's writes -26 %
 confirmed, its reads -19 % refuted). Simulated run records, the real History and detector."""
 import json
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'tests'))
-from postprocess.detect.cli import past_unconfirmed  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-from test_verdicts_stack import night_of, runs  # noqa: E402
+from postprocess.detect.cli import past_unconfirmed
+from postprocess.detect.suite import detect
+from postprocess.history.store import History
+from tests.support.simruns import night_of, runs
 
 
 def flag(phase, night, status, confirmation):

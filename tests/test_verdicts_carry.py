@@ -8,16 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'tests'))
+from postprocess.common.findings import flag_key
+from postprocess.detect import verdict
+from postprocess.detect.cli import PastFlags
+from postprocess.detect.suite import detect
+from postprocess.history.store import History
+from tests.support.simruns import flags, night_of, runs_for, START
 
-from postprocess.common.findings import flag_key  # noqa: E402
-from postprocess.detect import verdict  # noqa: E402
-from postprocess.detect.cli import PastFlags  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-from test_verdicts import START, flags, night_of, runs_for  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
+
 
 def second_night():
     """Check 9's writes -40 % from night 11 on (test_verdicts_confirm.py): the history, night

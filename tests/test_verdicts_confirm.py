@@ -3,17 +3,11 @@ judged with the change's nights before tonight, not alone, while it is still nea
 level. Simulated run records through the real History, detector and verdict. (ci/nightly.sh
 re-runs such a change only when no earlier night's re-run confirmed it: tests/test_verdicts_carry.py.)"""
 import datetime
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'tests'))
-
-from postprocess.detect import verdict  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-from test_verdicts import START, flags, runs_for  # noqa: E402
+from postprocess.detect import verdict
+from postprocess.detect.suite import detect
+from postprocess.history.store import History
+from tests.support.simruns import flags, runs_for, START
 
 
 def confirm_second_night(rerun_factor, noise_seed, seed=5):

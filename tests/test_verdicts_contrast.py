@@ -19,15 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'tests'))
+from postprocess.common.findings import many_label
+from postprocess.detect import verdict
+from postprocess.detect.suite import detect
+from postprocess.history.store import History
+from tests.support.simruns import night_of, red, runs, START
 
-from postprocess.common.findings import many_label  # noqa: E402
-from postprocess.detect import verdict  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-from test_verdicts_stack import START, night_of, red, runs  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 NIGHTS = range(12)
 

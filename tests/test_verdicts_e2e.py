@@ -1,6 +1,6 @@
 """End to end: real `ci/nightly.sh` runs of quick-suite checks on re-dated nights, then iobench made
-~20 % slower by bench/iofault.c (an LD_PRELOAD library built here with cc; fio untouched) for two
-nights, in two scenarios sharing the clean nights (bench/nights.py, as bench/real_replay.py):
+~20 % slower by tests/support/iofault.c (an LD_PRELOAD library built here with cc; fio untouched) for two
+nights, in two scenarios sharing the clean nights (tests/support/nights.py, as bench/real_replay.py):
 
 * every iobench write and sync +25 % time: both slowed nights red with ONE I/O-stack (or
   system-wide) write finding, confirmed by the re-run, the second night `since` the first;
@@ -15,14 +15,11 @@ session: the write factor then moves +-30 % between clean nights, and no test of
 tell -20 % from that). Run it on a quiet machine; bench/real_replay.py is the measurement.
 """
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / 'bench'))
-import nights  # noqa: E402  (bench/nights.py)
+from tests.support import nights
+
 
 pytestmark = [pytest.mark.reframe, pytest.mark.slow]
 

@@ -12,20 +12,14 @@ Noise: 6 % within a night, 4 % night to night (the real quick suite's series spr
 """
 import datetime
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'tests'))
-sys.path.insert(0, str(REPO / 'bench'))
+from postprocess.detect.suite import detect
+from postprocess.history.store import History
+from bench.real_replay import names_right
+from tests.support.simruns import record
 
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-from real_replay import names_right  # noqa: E402
-from simruns import record  # noqa: E402
 
 START = datetime.datetime(2026, 3, 1, 2, 0, tzinfo=datetime.timezone.utc)
 BACKENDS = ['posix', 'mpiio', 'hdf5']

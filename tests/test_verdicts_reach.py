@@ -5,21 +5,15 @@ The simulated suite is the real detector on run records (tests/test_verdicts.py)
 the page come from the real commands on real detect findings of the synthetic perflog history."""
 import html
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'tests'))
-
-from postprocess.detect.evidence import detectable_fall  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-from postprocess.report.reach import reach, reach_line  # noqa: E402
-from test_report_summary import SYNTH, cases_for, make_run, pp, synthetic_findings  # noqa: E402
-from test_verdicts import night_of, runs_for  # noqa: E402
+from postprocess.detect.evidence import detectable_fall
+from postprocess.detect.suite import detect
+from postprocess.history.store import History
+from postprocess.report.reach import reach, reach_line
+from tests.support.report_inputs import cases_for, make_run, pp, SYNTH, synthetic_findings
+from tests.support.simruns import night_of, runs_for
 
 
 def test_the_reach_is_where_the_test_meets_its_level():

@@ -3,18 +3,14 @@ does not answer for the second's. CI 2026-11-28: a red HDF5 night (write -99 %) 
 `unconfirmed`, with no re-run, because an earlier session dated that night had its flag on the
 series refuted. Simulated run records, the real History, detector and verdict files."""
 import json
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'tests'))
-from postprocess.common.findings import flag_key  # noqa: E402
-from postprocess.detect.cli import past_unconfirmed  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.detect.verdict import confirm  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-from test_verdicts_stack import night_of, runs  # noqa: E402
+from postprocess.common.findings import flag_key
+from postprocess.detect.cli import past_unconfirmed
+from postprocess.detect.suite import detect
+from postprocess.detect.verdict import confirm
+from postprocess.history.store import History
+from tests.support.simruns import night_of, runs
+
 
 TONIGHT = 10
 SLOW = 5        # the check whose writes fall 40 % tonight

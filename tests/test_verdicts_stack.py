@@ -18,54 +18,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from postprocess.detect import factors
+from postprocess.detect.cli import past_unconfirmed
+from postprocess.detect.evidence import robust_var
+from postprocess.detect.suite import detect
+from postprocess.history.store import History
+from postprocess.report import verdict as report_verdict
+from tests.support.simruns import BACKENDS, MiB, night_of, record, red, runs, START
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from postprocess.detect import factors  # noqa: E402
-from postprocess.detect.cli import past_unconfirmed  # noqa: E402
-from postprocess.detect.evidence import robust_var  # noqa: E402
-from postprocess.detect.suite import detect  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-sys.path.insert(0, str(REPO / 'tests'))
-from simruns import record  # noqa: E402
-from postprocess.report import verdict as report_verdict  # noqa: E402
-
-MiB = 2 ** 20
-START = datetime.datetime(2026, 3, 1, 2, 0, tzinfo=datetime.timezone.utc)
-BACKENDS = ['posix', 'mpiio', 'hdf5']
-
-
-def night_of(i):
-    return (START + datetime.timedelta(days=i)).date().isoformat()
-
-
-def runs(nights, checks=18, reps=3, cv=0.08, night_cv=0.03, seed=2, factor=None, first_run=1.0):
-    """Checks of three libraries (a third each) + fio; lognormal repetitions around a per-series
-    night level (night-to-night noise ``night_cv``); ``first_run``: night 0 that much faster."""
-    rng = np.random.default_rng(seed)
-    sigma, tau = math.sqrt(math.log1p(cv * cv)), math.sqrt(math.log1p(night_cv * night_cv))
-    medians = np.exp(rng.uniform(np.log(100), np.log(2000), checks + 1))
-    out = []
-    for night in nights:
-        when = START + datetime.timedelta(days=night)
-        for c in range(checks + 1):
-            backend = 'fio' if c == 0 else BACKENDS[c % 3]
-            params = (f'backend={backend},mode=x,pattern=benchio,ranks=2,size={c}' if c
-                      else 'backend=fio,bs=1M,mode=seq,pattern=fio,ranks=1,size=64MiB')
-            name = 'BaselineFio' if c == 0 else f'BenchIO %id={c}'
-            bws = {}
-            for phase in ('write', 'read'):
-                level = medians[c] * np.exp(rng.normal(0, tau))
-                level *= (factor(night, backend, phase, c) if factor else 1.0)
-                level *= first_run if night == 0 else 1.0
-                bw = level * np.exp(rng.normal(0, sigma, reps))
-                bws[phase] = bw
-            out.append(record(when, c, name, params, bws, None))
-    return out
-
-
-def red(findings, night):
-    return [f for f in findings if f['status'] == 'regression' and f['night'] == night]
 
 
 def test_every_check_slower_fio_steady_is_one_stack_finding_and_with_fio_system():

@@ -10,17 +10,15 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / 'reframe_checks'))
-sys.path.insert(0, str(REPO))
+from iobench_lib import machine
+from postprocess.accept import apply, store
+from postprocess.common.errors import InputFault, UsageError
+from postprocess.compare import select
+from postprocess.history.store import History
+from postprocess.why import darshan_io, notes, provenance, text
+from postprocess.why.annotate import add_why
 
-from iobench_lib import machine  # noqa: E402
-from postprocess.accept import apply, store  # noqa: E402
-from postprocess.common.errors import InputFault, UsageError  # noqa: E402
-from postprocess.compare import select  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-from postprocess.why import darshan_io, notes, provenance, text  # noqa: E402
-from postprocess.why.annotate import add_why  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_probe_runs_in_a_shell_and_parses(tmp_path):

@@ -2,7 +2,6 @@
 Debian's victoria-metrics, an aiosmtpd SMTP server, and a webhook receiver (http.server)."""
 import contextlib
 import json
-import os
 import shutil
 import socket
 import subprocess

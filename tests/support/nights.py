@@ -1,6 +1,7 @@
 """Real nights on one machine: `ci/nightly.sh` runs into one results tree, each run's perflog lines
-re-dated to its own night afterwards, and iobench made genuinely slower by bench/iofault.c (an
-LD_PRELOAD library). Shared by bench/real_replay.py and tests/test_verdicts_e2e.py.
+re-dated to its own night afterwards, and iobench made genuinely slower by tests/support/iofault.c (an
+LD_PRELOAD library). Shared by bench/real_replay.py and tests/test_verdicts_e2e.py
+(`from tests.support import nights`).
 
 Re-dating: a run's perflog lines carry today's date while it judges itself; afterwards they are moved
 (in place, same length) to their own past night, so the next run sees them as history.
@@ -14,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # a perflog data line opens with its completion time, '%Y-%m-%dT%H:%M:%S%z' (configs/settings.py)
 DATED = re.compile(rb'\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{4}')
 NIGHT_OPENS = datetime.time(20, 0)      # a re-dated night's first line
@@ -24,14 +25,14 @@ FIRST_NIGHT = datetime.date(2026, 1, 1)        # the re-dated nights: 2026-01-01
 FAULTS = {
     # every write and sync +25 % of its own time, paid in kind (a quarter of the bytes again, out to
     # the device before the file's sync): slept, the delay was absorbed by the other rank's I/O,
-    # x1.07-1.20 on 2-rank BenchIO phases side by side, x1.20-1.29 in kind (bench/fault_size.py,
-    # docs/replays-runs22.md)
+    # x1.07-1.20 on 2-rank BenchIO phases side by side, x1.20-1.29 in kind (measured by
+    # bench/fault_size.py, now in git history; docs/replays-runs22.md)
     'write': {'IOFAULT_PHASE': 'write', 'IOFAULT_FACTOR': '0.25'},
     # HDF5's files only. At +25 % it realized x1.16 and x1.19 on the 2-rank BenchIO HDF5 checks
     # (independent, collective; their phase spends more outside write+sync: H5Fcreate, the
     # library's metadata, H5Fclose) where the POSIX fpp one took x1.23 beside them; +35 % realized
-    # x1.24 and x1.33 (bench/fault_size.py --fault hdf5 --factor F, 6-8 pairs, 2026-11-27), as the
-    # read fault is sized by what it realizes
+    # x1.24 and x1.33 (bench/fault_size.py --fault hdf5 --factor F, 6-8 pairs, 2026-11-27; in git
+    # history), as the read fault is sized by what it realizes
     'hdf5': {'IOFAULT_PHASE': 'write', 'IOFAULT_FACTOR': '0.35', 'IOFAULT_MATCH': 'iobench_hdf5_'},
     # a read phase spends more of its time outside read calls (open, MPI, HDF5/ADIOS2 decoding)
     # than a write phase outside write+fsync: +25 % on the read calls realized -15 % read
@@ -41,7 +42,7 @@ FAULTS = {
     # every create/open/stat/unlink/mkdir/rmdir, and close of what such an open opened, +25 % of
     # its own time, on iobench's files only (not its libraries, /proc...): a ~20 % slower metadata
     # service. (It was +0.7 ms per call, ~50x an empty-file create here: no realistic size.) A
-    # create pays in kind, with dummy creates in its directory (bench/iofault.c pay_in_kind).
+    # create pays in kind, with dummy creates in its directory (tests/support/iofault.c pay_in_kind).
     'meta': {'IOFAULT_PHASE': 'meta', 'IOFAULT_FACTOR': '0.25', 'IOFAULT_MATCH': 'iobench_'},
 }
 
@@ -51,10 +52,10 @@ def night_of(i):
 
 
 def build_fault_lib(out_dir):
-    """Compile bench/iofault.c into OUT_DIR/libiofault.so (needs cc)."""
+    """Compile tests/support/iofault.c into OUT_DIR/libiofault.so (needs cc)."""
     lib = Path(out_dir) / 'libiofault.so'
-    subprocess.run(['cc', '-shared', '-fPIC', '-O2', '-o', str(lib), str(REPO / 'bench' / 'iofault.c'),
-                    '-ldl'], check=True, capture_output=True)
+    subprocess.run(['cc', '-shared', '-fPIC', '-O2', '-o', str(lib),
+                    str(Path(__file__).with_name('iofault.c')), '-ldl'], check=True, capture_output=True)
     return lib
 
 
@@ -136,7 +137,7 @@ def base_env():
     # the results DB is off: nights are re-dated in the perflogs only, the DB would keep them on
     # today's date (tests/test_results_db_e2e.py re-dates both)
     return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-                PYTHONPATH=str(REPO), IOREGRESS_RESULTS_DB='off')
+                IOREGRESS_RESULTS_DB='off')
 
 
 def nightly(results, names=(), env=None, timeout=3600):
