@@ -53,8 +53,7 @@ static int posix_open(iob_ctx *c, int writing)
     s->c = c;
     s->writing = writing;
     file_name(c, s->file, sizeof s->file);
-    const char *direct = iob_kv_get(&c->opt->params, "direct");
-    int flags = (writing ? O_WRONLY | O_CREAT : O_RDONLY) | (direct && strcmp(direct, "1") == 0 ? O_DIRECT : 0);
+    int flags = (writing ? O_WRONLY | O_CREAT : O_RDONLY) | (iob_param_int(c->opt, "direct") ? O_DIRECT : 0);
     s->fd = open(s->file, flags, 0644);
     if (s->fd < 0) {
         int e = errno;
@@ -193,12 +192,7 @@ static int posix_close(iob_ctx *c)
  * aligned, so only pattern ior, whose one transfer buffer is page-aligned (its sizes are checked there). */
 static int check(const iob_opts *o, int nranks, char *err, size_t errlen)
 {
-    const char *v = iob_kv_get(&o->params, "direct");
-    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
-        snprintf(err, errlen, "bad posix param direct (0 or 1) '%s'", v);
-        return IOB_BADINPUT;
-    }
-    if (v && strcmp(v, "1") == 0 && strcmp(o->pattern, "ior") != 0) {
+    if (iob_param_int(o, "direct") && strcmp(o->pattern, "ior") != 0) {
         snprintf(err, errlen, "posix param direct=1 needs --pattern ior (aligned transfers) '%s'", o->pattern);
         return IOB_BADINPUT;
     }
@@ -206,10 +200,12 @@ static int check(const iob_opts *o, int nranks, char *err, size_t errlen)
 }
 
 static const char *const modes[] = {"fpp", "shared", NULL};
-static const char *const params[] = {"direct", NULL};
+static const iob_option options[] = {
+    {"direct", IOB_OPT_BOOL, "0", .help = "1: O_DIRECT for the timed write and read (IOR --posix.odirect); pattern ior, "
+                                  "block and transfer multiples of 4096"},
+    {0}};
 const iob_backend iob_backend_posix = {
-    .name = "posix", .modes = modes, .param_keys = params, .check = check, .files = files,
+    .name = "posix", .modes = modes, .options = options, .check = check, .files = files,
     .open = posix_open, .write = transfer, .read = transfer, .sync = posix_sync, .close = posix_close,
     .one_xfer_buffer = 1,
-    .help = "direct=0 (1: O_DIRECT, IOR --posix.odirect; pattern ior, block and transfer multiples of 4096)",
 };

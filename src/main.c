@@ -255,8 +255,7 @@ int main(int argc, char **argv)
     cur_be = be;
 
     int ppn, status = IOB_OK, emitted = 0;
-    const char *bar = iob_kv_get(&opt.params, "barriers"), *pool = iob_kv_get(&opt.params, "pagepool");
-    c->barriers = bar && strcmp(bar, "1") == 0;
+    c->barriers = (int)iob_param_int(&opt, "barriers");
     if (iob_placement(c, &ppn, &res.read_cross, &res.node_index)) {
         fprintf(stderr, "iobench: rank %d: %s\n", c->rank, c->errmsg);
         MPI_Abort(c->comm, IOB_FAIL);
@@ -265,7 +264,7 @@ int main(int argc, char **argv)
     /* A cache outside Linux's page cache (GPFS pagepool) survives posix_fadvise and hides from
      * mincore: only a read of another node's data is not served from memory there. */
     res.cache_defeated = !(res.read_cross < c->nranks && (strcmp(iob_fs_type(opt.dir), "gpfs") == 0 ||
-                                                         (pool && strcmp(pool, "1") == 0)));
+                                                         iob_param_int(&opt, "pagepool")));
 
     res.reps = calloc((size_t)opt.repeat, sizeof *res.reps);
     if (agree(c, setup_for(c, pat, c->rank))) {
