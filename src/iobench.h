@@ -121,6 +121,7 @@ typedef struct iob_ctx {
     int io_rank;               /* whose block this rank accesses now (rank shift on reads) */
     int read_shift;            /* reads access block (rank + read_shift) % nranks (placement.c) */
     int barriers;              /* --param barriers=1: agree between open/access/close (IOR -g) */
+    int read_direct;           /* timed reads with O_DIRECT (a pagepool-like cache, own-node reads) */
     int64_t moved;             /* bytes this rank's backend calls returned in the current phase */
     int rep;                   /* current repetition */
     char path[4096];           /* data path of this repetition (file or directory; backend may suffix) */
@@ -183,6 +184,7 @@ typedef struct {
     int (*close)(iob_ctx *c);
     void (*versions)(iob_kvlist *out); /* library name -> version string */
     int one_xfer_buffer;               /* honours iob_var.xfer_fill/xfer_read/order (posix, mpiio, hdf5) */
+    int direct_read;                   /* honours c->read_direct, for any pattern (posix) */
 } iob_backend;
 
 const iob_backend *iob_find_backend(const char *name);
