@@ -213,13 +213,17 @@ suite() {
 run_child suite
 rf_status=$?
 say "reframe exit status $rf_status after $((SECONDS - start)) s"
+failed_steps=()     # what failed tonight, named to postprocess notify (--failed-step)
+((rf_status)) && failed_steps+=(reframe)
 # ReFrame only logs a perflog it could not write (e.g. a full disk) and may still exit 0: fail the night.
 if ! snapshot after-reframe; then
     say "FAILED: cannot write the run directory '$run': $(write_probe "$run")"
     ((rf_status)) || rf_status=1
+    failed_steps+=(perflogs)
 elif grep -q -m1 -e 'No space left on device' -e '--- Logging error ---' "$run/reframe.out"; then
     say "FAILED: the history perflogs were not fully written: $(grep -o -m1 'No space left on device\|--- Logging error ---' "$run/reframe.out")"
     ((rf_status)) || rf_status=1
+    failed_steps+=(perflogs)
 fi
 stage=postprocess
 # ReFrame only warns when it cannot store the session: say so (the perflogs still hold the night).
@@ -242,14 +246,14 @@ post() {
 
 regression=0
 post_failed=0
-post darshan-index "$run" -o "$run/post/darshan" -j 2 || post_failed=1
+post darshan-index "$run" -o "$run/post/darshan" -j 2 || { post_failed=1; failed_steps+=(darshan-index); }
 post detect --perflogs "$results/perflogs" "${db_args[@]}" --system "$system" --runs "$results/runs" \
     --json "$run/post/detect.json" \
     > "$run/post/detect.txt" 2>&1
 detect_status=$?
 cat "$run/post/detect.txt"
 if ((detect_status > 1)); then
-    post_failed=1
+    post_failed=1; failed_steps+=(detect)
     say "postprocess detect failed (status $detect_status)"
 elif [[ -e "$run/post/detect.json" ]]; then
     # Tonight's verdict (postprocess/detect/verdict.py) -> $run/post/verdict.json: the findings about
@@ -287,15 +291,19 @@ elif [[ -e "$run/post/detect.json" ]]; then
             --system "$system" --runs "$results/runs"
         verdict_status=$?
     fi
-    case $verdict_status in 0) ;; 3) regression=1 ;; *) post_failed=1; say "could not judge tonight (verdict status $verdict_status)" ;; esac
+    case $verdict_status in
+        0) ;;
+        3) regression=1 ;;
+        *) post_failed=1; failed_steps+=(verdict); say "could not judge tonight (verdict status $verdict_status)" ;;
+    esac
 else    # status 1 is also an environment fault (e.g. a full disk): no findings file, no judgement
-    post_failed=1
+    post_failed=1; failed_steps+=(detect)
     say "postprocess detect wrote no findings (status $detect_status)"
 fi
 darshan_link=()
 [[ -e "$run/post/darshan/index.html" ]] && darshan_link=(--darshan-index "$run/post/darshan/index.html")
 post report --perflogs "$results/perflogs" "${db_args[@]}" --system "$system" -o "$run/post/report" "${darshan_link[@]}" \
-    || post_failed=1
+    || { post_failed=1; failed_steps+=(report); }
 
 # ---- 3. verdict ------------------------------------------------------------------------------------------
 echo
@@ -310,7 +318,10 @@ status=0
 # VictoriaMetrics, a message to IOREGRESS_NOTIFY on a red night and once when green again.
 post export-findings --run "$run" --system "$system" --config "$config" \
     || say "export-findings failed (status $?): the night's status is unchanged"
-[[ -n "${IOREGRESS_NOTIFY:-}" ]] && { post notify --run "$run" --system "$system" --status "$status" \
+# A failed night's message names what failed: the checks (report.json) and these steps.
+step_args=()
+((status == 1)) && for s in "${failed_steps[@]}"; do step_args+=(--failed-step "$s"); done
+[[ -n "${IOREGRESS_NOTIFY:-}" ]] && { post notify --run "$run" --system "$system" --status "$status" "${step_args[@]}" \
     || say "notify failed (status $?): the night's status is unchanged"; }
 if ((rf_status != 0)); then
     say "FAILED: reframe reported failures (status $rf_status)"

@@ -188,9 +188,7 @@ static int mpiio_close(iob_ctx *c)
 }
 
 static const char *const modes[] = {"independent", "collective", NULL};
-static const char *const no_params[] = {NULL};
 const iob_backend iob_backend_mpiio = {
-    .name = "mpiio", .modes = modes, .param_keys = no_params, .files = files, .open = mpiio_open,
+    .name = "mpiio", .modes = modes, .files = files, .open = mpiio_open,
     .write = mpiio_write, .read = mpiio_read, .sync = mpiio_sync, .close = mpiio_close, .one_xfer_buffer = 1,
-    .help = "no --param keys; MPI-IO hints with --hint KEY=VALUE",
 };

@@ -162,14 +162,14 @@ def test_size_defaults_block_from_size_in_mib(run_iobench, tmp_path):
 
 @pytest.mark.parametrize("params, words", [
     (["block=96k", "transfer=64k"], "block must be a multiple of transfer"),
-    (["block=0"], "block must be > 0"),
-    (["block=1m", "transfer=0"], "transfer must be > 0"),
-    (["block=1m", "segments=0"], "segments must be > 0"),
+    (["block=0"], "--param block (bytes >= 1 and below 2^63, suffix k/m/g/t) '0'"),
+    (["block=1m", "transfer=0"], "--param transfer (bytes >= 1 and below 2^63, suffix k/m/g/t) '0'"),
+    (["block=1m", "segments=0"], "--param segments (an integer 1..2147483647) '0'"),
     (["block=1m", "transfer=12"], "multiple of 8 bytes"),
     (["block=4g", "transfer=1m", "segments=2147483647"], "overflows 2^63"),
-    (["block=8388608t"], "below 2^63"),
-    (["block=1x"], "bad ior param block"),
-    (["block=1m", "segments=2k"], "bad ior param segments"),
+    (["block=8388608t"], "below 2^63, suffix k/m/g/t) '8388608t'"),
+    (["block=1x"], "--param block (bytes"),
+    (["block=1m", "segments=2k"], "--param segments (an integer 1..2147483647) '2k'"),
 ])
 def test_bad_sizes_one_line_exit_2_nothing_created(iobench, tmp_path, params, words):
     args = ["--backend", "posix", "--pattern", "ior", "--dir", str(tmp_path)]

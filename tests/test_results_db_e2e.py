@@ -136,7 +136,7 @@ def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
                   if got != want), -1)
     assert statuses == [0, 0, 0, 3, 1], f'night {wrong}: {outs[wrong]}'
     # one message, on the red night: its verdict lines and the page's published address; the
-    # failing run of the same night is not told again (tests/test_notify.py: 'RED (failed)')
+    # failing run of the same night is not told again (tests/test_notify.py: 'FAILED (...)')
     assert told == [0, 0, 0, 1, 1], out
     runs = sorted(p.name for p in (results / 'runs').iterdir())
     docs = [json.loads(body) for _, body in received]

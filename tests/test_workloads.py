@@ -378,7 +378,7 @@ BAD = [
     (["--backend", "posix", "--pattern", "mdfiles", "--param", "nfiles=0"], "'0'"),
     (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=-5"], "'-5'"),
     (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=-0"], "'-0'"),
-    (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=none"], "filesize for mdfiles (0.."),
+    (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=none"], "--param filesize (an integer 0..1073741824) 'none'"),
     (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=1073741825"], "'1073741825'"),
 ]
 

@@ -5,7 +5,10 @@ creates the file; when the format changes it renames the old file to ``<name>.h<
 new one with a new header. The header names the fields, so lines are mapped by the most recent
 header seen (a header may also appear mid-file when logs are concatenated). Perf variables appear
 in the header as ``<var>_var=<var>_value|<var>_unit|<var>_ref|<var>_lower_thres|<var>_upper_thres``
-and in data lines as ``<var>=<value>|<unit>|<ref>|<lower>|<upper>``.
+and in data lines as ``<var>=<value>|<unit>|<ref>|<lower>|<upper>``. Within one ReFrame session the
+header is written once, though checks of one class may log different variables (a +gpfs read that
+could not defeat the cache logs read_cache_defeated instead of read_bw): such a line's perf groups
+are read from the line itself, since each names its variable.
 
 A line that cannot be read is reported as ``file:line: reason`` and skipped; never fatal.
 Files are read as bytes so every record knows the offset of its line (incremental cache, and the
@@ -26,6 +29,7 @@ CONTRACT_FIELDS = ['job_completion_time', 'reframe version', 'name', 'system', '
 PERF_SUFFIXES = ('unit', 'ref', 'lower_thres', 'upper_thres')
 PHASES = ('write', 'read')
 _PERF_HEAD = re.compile(r'^(\w+)_var=\1_value$')
+_PERF_FIELD = re.compile(r'^\w+=')
 _ROTATED = re.compile(r'\.log(\.h\d+)?$')
 
 
@@ -116,7 +120,12 @@ def parse_line(fields, layout, where, diag, provenance=True):
     """One data line -> run record dict, or None (reported) if it cannot be used."""
     fixed, perfvars = layout
     expected = len(fixed) + len(perfvars) * (1 + len(PERF_SUFFIXES))
-    if len(fields) != expected:
+    group = 1 + len(PERF_SUFFIXES)
+    own = fields[len(fixed):]
+    if len(fields) != expected and own and len(own) % group == 0 and \
+            all(_PERF_FIELD.match(f) for f in own[::group]):    # other variables than the header's
+        perfvars = [f.partition('=')[0] for f in own[::group]]
+    elif len(fields) != expected:
         diag.add(where, f'expected {expected} fields, found {len(fields)} '
                         f'(partial or corrupt line, skipped)')
         return None

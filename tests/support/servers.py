@@ -53,6 +53,16 @@ class VictoriaMetrics:
         assert doc['status'] == 'success', doc
         return [(x['metric'], float(x['value'][1])) for x in doc['data']['result']]
 
+    def query_range(self, promql, start, end, step):
+        """PromQL range query (what Grafana sends for a panel or an annotation): the raw matrix,
+        [{'metric': labels, 'values': [[unix time, 'value'], ...]}]."""
+        self.flush()
+        q = urllib.parse.urlencode({'query': promql, 'start': start, 'end': end, 'step': step, 'nocache': 1})
+        with urllib.request.urlopen(f'{self.url}/api/v1/query_range?{q}', timeout=10) as r:
+            doc = json.load(r)
+        assert doc['status'] == 'success', doc
+        return doc['data']['result']
+
 
 @contextlib.contextmanager
 def victoria_metrics(tmp_path):
