@@ -179,7 +179,7 @@ def test_nightly_names_its_failed_step(tmp_path):
     shutil.copy(REPO / 'tests' / 'fixtures' / 'fake_reframe.py', fake)
     fake.chmod(0o755)
     with webhook() as (port, hooks):
-        env = dict(os.environ, REFRAME=str(fake), PYTHONPATH=str(REPO), FAKE_LINES='3',
+        env = dict(os.environ, REFRAME=str(fake), FAKE_LINES='3',
                    FAKE_PERFLOG=str(REPO / 'tests' / 'fixtures' / 'perflogs' / 'real' / 'local' / 'default'
                                     / 'BenchIO.log'),
                    FAKE_TIME='2026-11-04T03:00:00+00:00', FAKE_LEAVE_FILE='post/darshan',
