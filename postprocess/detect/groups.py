@@ -1,0 +1,106 @@
+"""Levels of many series at once: a partition's iobench checks (``stack``, or ``system`` when fio
+fell too), one library's checks (``backend=hdf5``), one check family's (``check=MDDatasets``).
+
+A group's level on a night is the median, over its members that ran, of each member's fall
+against its own usual level (the median of its ``window`` nights before): what the members'
+measurements say, never a level relative to a fitted factor. It is judged by the same rules as a
+series (postprocess/detect/rules.py). fio (the filesystem's own reading) and operation rates are in
+no group. A group with ``min_group`` bandwidth-bound members (median phase >= ``group_seconds``)
+is read on those only.
+"""
+import numpy as np
+
+from postprocess.common.findings import group_keys
+from postprocess.detect.levels import is_baseline, is_rate
+from postprocess.detect.rules import Level, _accepted_from
+
+
+class GroupLevel(Level):
+    """A group's median member fall per night; ``members`` the series it is read on."""
+
+    def __init__(self, system, partition, phase_id, scope, params, members, basis, t, y, count,
+                 rerun):
+        super().__init__(t, y, rerun)
+        self.system, self.partition, self.phase_id = system, partition, phase_id
+        self.scope, self.params, self.members, self.basis = scope, params, members, basis
+        self.count = count          # members read on each measured night
+
+
+def deviations(level, opt):
+    """{night index: (fall against the member's usual level, that usual level)} of one series."""
+    out = {}
+    y, w = level.y, opt['window']
+    for m in range(len(y)):
+        a = _accepted_from(level, m, opt)
+        ref = y[max(a, m - w):m]
+        if ref.size >= opt['min_nights']:
+            usual = float(np.median(ref))
+            out[int(level.t[m])] = (float(y[m]) - usual, usual, m)
+    return out
+
+
+def plan(levels, opt):
+    """[(partition, phase_id, scope, params, members, basis)] for the series of one system."""
+    by_slot = {}
+    for lv in levels:
+        if is_baseline(lv.params) or is_rate(lv.params):
+            continue
+        by_slot.setdefault((lv.partition, lv.phase_id), []).append(lv)
+    out = []
+    for (partition, phase_id), checks in sorted(by_slot.items()):
+        members, basis = _basis(checks, opt)
+        if len(members) >= opt['min_group']:
+            out.append((partition, phase_id, 'stack', '', members, basis))
+        families = {}
+        for lv in checks:
+            for g in group_keys(lv.params, lv.key[3]):
+                families.setdefault(g, []).append(lv)
+        for g, trs in sorted(families.items()):
+            if opt['min_group'] <= len(trs) < len(checks):
+                members, basis = _basis(trs, opt)
+                out.append((partition, phase_id, 'group', g, members, basis))
+    return out
+
+
+def _basis(trs, opt):
+    bound = [lv for lv in trs if lv.seconds is not None and lv.seconds >= opt['group_seconds']]
+    if len(bound) >= opt['min_group']:
+        return bound, opt['group_seconds']
+    return trs, None
+
+
+def build(system, levels, opt):
+    """[GroupLevel] of one system's series levels."""
+    devs = {}
+    out = []
+    for partition, phase_id, scope, params, members, basis in plan(levels, opt):
+        for lv in members:
+            if id(lv) not in devs:
+                devs[id(lv)] = deviations(lv, opt)
+        nights = sorted({t for lv in members for t in devs[id(lv)]})
+        t, y, count, rerun = [], [], [], {}
+        for night in nights:
+            falls = [devs[id(lv)][night][0] for lv in members if night in devs[id(lv)]]
+            if len(falls) < opt['min_group']:
+                continue
+            t.append(night)
+            y.append(float(np.median(falls)))
+            count.append(len(falls))
+            again = [lv.rerun[devs[id(lv)][night][2]] - devs[id(lv)][night][1]
+                     for lv in members if night in devs[id(lv)] and devs[id(lv)][night][2] in lv.rerun]
+            if again:
+                rerun[len(t) - 1] = float(np.median(again))
+        if t:
+            out.append(GroupLevel(system, partition, phase_id, scope, params, members, basis,
+                                  t, y, count, rerun))
+    return out
+
+
+def moved(group, night, change, devs_of):
+    """How many members fell tonight at least half the group's change its way."""
+    n = 0
+    for lv in group.members:
+        d = devs_of(lv).get(night)
+        if d is not None and change and d[0] * change > 0 and abs(d[0]) >= abs(change) / 2:
+            n += 1
+    return n
