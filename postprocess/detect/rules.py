@@ -188,18 +188,18 @@ def _verdict(status, s, change, us, ref, m, level, fio_low, busy, history, opt):
 
 
 def _reach(level, us, m, opt):
-    """The least fall (a relative change, e.g. -0.18) that would make tonight a step: the low
-    threshold when the run going on tonight would reach ``step_nights`` with tonight, else the
-    far threshold (a re-run must confirm it)."""
+    """The least fall (a relative change, e.g. -0.18) that would make tonight a step: against the
+    usual level of the run going on (tonight alone when none), its low threshold when tonight
+    would be the run's ``step_nights``-th low night, else its far threshold (a re-run must then
+    confirm it)."""
     y = level.y
-    need_far = True
+    start, lows = m, 0
     for s in range(max(0, m - opt['horizon']), m):
         if np.isnan(us.B[s]):
             continue
         low = y[s:m] < us.low[s]
-        if low.size and low[0] and not np.any(~low[:-1] & ~low[1:]) and \
-                (low.size == 1 or low[-1] or low[-2]) and low.sum() + 1 >= opt['step_nights']:
-            need_far = False
+        if low[0] and not np.any(~low[:-1] & ~low[1:]) and (low.size == 1 or low[-1] or low[-2]):
+            start, lows = s, int(low.sum())
             break
-    thr = us.far[m] if need_far else us.low[m]
-    return math.expm1(float(thr - us.B[m]))
+    thr = us.low[start] if lows + 1 >= opt['step_nights'] else us.far[start]
+    return math.expm1(float(thr - us.B[start]))

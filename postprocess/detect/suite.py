@@ -125,3 +125,41 @@ def _group_finding(g, m, j, nights, fio_js, devs_of):
              fio_change=fio_change, factor_series=len(g.members),
              factor_min_seconds=g.basis, outliers=[], value='bw_MiBps')
     return f
+
+
+def compare_sides(history, after_nights, value='bw_MiBps', **options):
+    """Each series' ``after`` nights (labels) against all its nights before them, as one run is
+    against its usual level (postprocess/compare/): ``regression`` when the after nights' median
+    level is low (rules.py), ``improvement`` when high, ``insufficient history`` with fewer than
+    ``min_nights`` before nights. Findings on the last after night."""
+    from postprocess.detect.rules import Level, _Usual
+    opt = with_overrides(options)
+    after = set(after_nights)
+    out = []
+    for system, (nights, levels) in levels_mod.build(history, value).items():
+        for lv in levels:
+            mine = [m for m in range(len(lv)) if nights[int(lv.t[m])] in after]
+            before = [m for m in range(len(lv)) if nights[int(lv.t[m])] not in after]
+            if not mine:
+                continue
+            y = np.concatenate([lv.y[before], [float(np.median(lv.y[mine]))]])
+            joined = Level(range(len(y)), y)
+            us = _Usual(joined.y, 0, dict(opt, window=max(len(before), 1)))
+            m = len(y) - 1
+            if np.isnan(us.B[m]):
+                status, change = INSUFFICIENT, None
+            else:
+                change = float(y[m] - us.B[m])
+                status = ('regression' if y[m] < us.low[m] else
+                          'improvement' if y[m] > us.high[m] else 'ok')
+            vals = np.concatenate([lv.vals[i] for i in mine])
+            f = dict(zip(('system', 'partition', 'environ', 'check', 'params', 'phase'), lv.key))
+            f.update(scope='series', night=nights[int(lv.t[mine[-1]])], status=status,
+                     since=None, change=None if change is None else math.expm1(change),
+                     z=None if change is None else change / float(us.lo_spread[m]), p=None,
+                     n=int(vals.size), median=float(np.median(vals)),
+                     expected_median=None if change is None else math.exp(us.B[m]),
+                     history_median=None if change is None else math.exp(us.B[m]),
+                     history_nights=len(before), value=value)
+            out.append(f)
+    return out
