@@ -85,11 +85,12 @@ def _row(system, r):
 
 def line(row):
     """One perflog line (docs/CONTRACT.md section 3) for a kept row."""
-    seconds = row['bytes'] / (row['bw'] * MiB)
+    bw = float(row['bw'])
+    seconds = float(row['bytes']) / (bw * MiB)
     reps = f"{row['phase']}={int(row['bytes'])}:{seconds!r}"
     prov = json.dumps({'source': 'tokio-abc', 'machine': row['state']}, separators=(',', ':'))
-    w = f"write_bw={row['bw']!r}" if row['phase'] == 'write' else 'write_bw=None'
-    r = f"read_bw={row['bw']!r}" if row['phase'] == 'read' else 'read_bw=None'
+    w = f"write_bw={bw!r}" if row['phase'] == 'write' else 'write_bw=None'
+    r = f"read_bw={bw!r}" if row['phase'] == 'read' else 'read_bw=None'
     stamp = (row['time'] + datetime.timedelta(seconds=seconds)).strftime('%Y-%m-%dT%H:%M:%S+0000')
     return '|'.join([stamp, 'reframe 4.10.4', f"{row['check']} %bench={row['bench']}",
                      row['system'], row['partition'], 'abc', row['params'], str(row['jobid']),
