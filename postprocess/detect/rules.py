@@ -50,33 +50,43 @@ class Level:
 
 
 class _Usual:
-    """Usual level, spreads and thresholds for every candidate run start s >= a."""
+    """Usual level, spreads and thresholds of every candidate run start s >= a, computed for a
+    start the first time a night asks (a nightly asks for its last ``horizon`` nights only)."""
 
     def __init__(self, y, a, opt):
         n = len(y)
-        w, least = opt['window'], opt['min_nights']
+        self.y, self.a, self.opt = y, a, opt
         self.B = np.full(n, np.nan)
         self.lo_spread = np.full(n, np.nan)
         self.hi_spread = np.full(n, np.nan)
-        self.low_of = np.full(n, np.nan)
+        self.low = np.full(n, np.nan)
+        self.high = np.full(n, np.nan)
+        self.far = np.full(n, np.nan)
         self.nights = np.zeros(n, dtype=np.int64)
-        for s in range(a, n):
-            ref = y[max(a, s - w):s]
+        self.done = np.zeros(n, dtype=bool)
+
+    def need(self, lo, hi):
+        """Compute starts lo..hi (inclusive) not computed yet."""
+        opt, y = self.opt, self.y
+        w, least = opt['window'], opt['min_nights']
+        floor = -math.log1p(-opt['min_effect'])
+        rise = math.log1p(opt['min_effect'])
+        for s in range(max(lo, self.a), hi + 1):
+            if self.done[s]:
+                continue
+            self.done[s] = True
+            ref = y[max(self.a, s - w):s]
             self.nights[s] = ref.size
             if ref.size < least:
                 continue
             b = float(np.median(ref))
             q10, q90 = np.quantile(ref, (0.1, 0.9))
-            self.B[s] = b
-            self.lo_spread[s] = max((b - q10) / NORMAL_Q10, opt['spread_floor'])
-            self.hi_spread[s] = max((q90 - b) / NORMAL_Q10, opt['spread_floor'])
-            self.low_of[s] = float(ref.min())
-        floor = -math.log1p(-opt['min_effect'])
-        self.low = self.B - np.maximum(floor, opt['low_spread'] * self.lo_spread)
-        self.high = self.B + np.maximum(math.log1p(opt['min_effect']),
-                                        opt['low_spread'] * self.hi_spread)
-        self.far = np.minimum(self.B - np.maximum(floor, opt['far_spread'] * self.lo_spread),
-                              self.low_of)
+            lo_sp = max((b - q10) / NORMAL_Q10, opt['spread_floor'])
+            hi_sp = max((q90 - b) / NORMAL_Q10, opt['spread_floor'])
+            self.B[s], self.lo_spread[s], self.hi_spread[s] = b, lo_sp, hi_sp
+            self.low[s] = b - max(floor, opt['low_spread'] * lo_sp)
+            self.high[s] = b + max(rise, opt['low_spread'] * hi_sp)
+            self.far[s] = min(b - max(floor, opt['far_spread'] * lo_sp), float(ref.min()))
 
 
 def lookback(opt):
@@ -135,7 +145,8 @@ def _run(y, s, m, thr):
 
 def _judge_night(level, us, a, m, opt, fio_low):
     y = level.y
-    history = int(us.nights[m]) if m < len(us.nights) else 0
+    us.need(max(a, m - opt['horizon']), m)
+    history = int(us.nights[m])
     if np.isnan(us.B[m]):
         return Judgement(INSUFFICIENT, None, None, None, False, False, None, None, None, None,
                          history)

@@ -146,6 +146,7 @@ def compare_sides(history, after_nights, value='bw_MiBps', **options):
             joined = Level(range(len(y)), y)
             us = _Usual(joined.y, 0, dict(opt, window=max(len(before), 1)))
             m = len(y) - 1
+            us.need(m, m)
             if np.isnan(us.B[m]):
                 status, change = INSUFFICIENT, None
             else:
