@@ -139,7 +139,7 @@ def test_filter_shows_only_matching_series(site, browser, tmp_path):
     browser.find_element('id', 'only-flagged').click()
     flagged = [tr for tr in all_rows if tr.is_displayed()]
     assert flagged and all(tr.get_attribute('data-status') in ('improvement', 'regression',
-                                                               'unconfirmed') for tr in flagged)
+                                                               'degraded', 'noisy') for tr in flagged)
 
 
 def test_no_js_errors_no_network_no_horizontal_scroll(site, browser):

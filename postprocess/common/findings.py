@@ -22,14 +22,6 @@ def group_keys(params, check):
     return keys
 
 
-FLAG_FIELDS = ('system', 'partition', 'environ', 'check', 'params', 'phase')
-
-
-def flag_key(f):
-    """A finding's series key as verdict.json's readers hold it (detect/cli.py PastFlags)."""
-    return tuple(str(f.get(k, '')) for k in FLAG_FIELDS)
-
-
 def is_many(f):
     return f.get('scope') in MANY
 

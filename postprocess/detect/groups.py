@@ -16,14 +16,15 @@ from postprocess.detect.rules import Level, _accepted_from
 
 
 class GroupLevel(Level):
-    """A group's median member fall per night; ``members`` the series it is read on."""
+    """A group's median member fall per night; ``members`` its series, ``count`` how many it was
+    read on each night, ``basis_at`` the least phase time they were chosen by (None: all)."""
 
-    def __init__(self, system, partition, phase_id, scope, params, members, basis, t, y, count,
-                 rerun):
+    def __init__(self, system, partition, phase_id, scope, params, members, t, y, count,
+                 basis_at, rerun):
         super().__init__(t, y, rerun)
         self.system, self.partition, self.phase_id = system, partition, phase_id
-        self.scope, self.params, self.members, self.basis = scope, params, members, basis
-        self.count = count          # members read on each measured night
+        self.scope, self.params, self.members = scope, params, members
+        self.count, self.basis_at = count, basis_at
 
 
 def deviations(level, opt):
@@ -40,7 +41,7 @@ def deviations(level, opt):
 
 
 def plan(levels, opt):
-    """[(partition, phase_id, scope, params, members, basis)] for the series of one system."""
+    """[(partition, phase_id, scope, params, members)] for the series of one system."""
     by_slot = {}
     for lv in levels:
         if is_baseline(lv.params) or is_rate(lv.params):
@@ -48,51 +49,45 @@ def plan(levels, opt):
         by_slot.setdefault((lv.partition, lv.phase_id), []).append(lv)
     out = []
     for (partition, phase_id), checks in sorted(by_slot.items()):
-        members, basis = _basis(checks, opt)
-        if len(members) >= opt['min_group']:
-            out.append((partition, phase_id, 'stack', '', members, basis))
+        if len(checks) >= opt['min_group']:
+            out.append((partition, phase_id, 'stack', '', checks))
         families = {}
         for lv in checks:
             for g in group_keys(lv.params, lv.key[3]):
                 families.setdefault(g, []).append(lv)
         for g, trs in sorted(families.items()):
             if opt['min_group'] <= len(trs) < len(checks):
-                members, basis = _basis(trs, opt)
-                out.append((partition, phase_id, 'group', g, members, basis))
+                out.append((partition, phase_id, 'group', g, trs))
     return out
-
-
-def _basis(trs, opt):
-    bound = [lv for lv in trs if lv.seconds is not None and lv.seconds >= opt['group_seconds']]
-    if len(bound) >= opt['min_group']:
-        return bound, opt['group_seconds']
-    return trs, None
 
 
 def build(system, levels, opt):
     """[GroupLevel] of one system's series levels."""
     devs = {}
     out = []
-    for partition, phase_id, scope, params, members, basis in plan(levels, opt):
+    for partition, phase_id, scope, params, members in plan(levels, opt):
         for lv in members:
             if id(lv) not in devs:
                 devs[id(lv)] = deviations(lv, opt)
         nights = sorted({t for lv in members for t in devs[id(lv)]})
-        t, y, count, rerun = [], [], [], {}
+        t, y, count, basis, rerun = [], [], [], [], {}
         for night in nights:
-            falls = [devs[id(lv)][night][0] for lv in members if night in devs[id(lv)]]
-            if len(falls) < opt['min_group']:
+            here = [(lv, devs[id(lv)][night]) for lv in members if night in devs[id(lv)]]
+            bound = [(lv, d) for lv, d in here
+                     if (lv.seconds_at(d[2], opt['window']) or 0.0) >= opt['group_seconds']]
+            read_on = bound if len(bound) >= opt['min_group'] else here
+            if len(read_on) < opt['min_group']:
                 continue
             t.append(night)
-            y.append(float(np.median(falls)))
-            count.append(len(falls))
-            again = [lv.rerun[devs[id(lv)][night][2]] - devs[id(lv)][night][1]
-                     for lv in members if night in devs[id(lv)] and devs[id(lv)][night][2] in lv.rerun]
+            y.append(float(np.median([d[0] for _, d in read_on])))
+            count.append(len(read_on))
+            basis.append(opt['group_seconds'] if read_on is bound else None)
+            again = [lv.rerun[d[2]] - d[1] for lv, d in read_on if d[2] in lv.rerun]
             if again:
                 rerun[len(t) - 1] = float(np.median(again))
         if t:
-            out.append(GroupLevel(system, partition, phase_id, scope, params, members, basis,
-                                  t, y, count, rerun))
+            out.append(GroupLevel(system, partition, phase_id, scope, params, members, t, y,
+                                  count, basis, rerun))
     return out
 
 

@@ -33,10 +33,19 @@ def is_rate(params):
 class SeriesLevel(Level):
     """A series' levels, with what its findings tell: repetitions per night and their session."""
 
-    def __init__(self, key, kid, phase_id, t, y, vals, sids, seconds):
+    def __init__(self, key, kid, phase_id, t, y, vals, sids, secs):
         super().__init__(t, y)
         self.key, self.kid, self.phase_id = key, kid, phase_id
-        self.vals, self.sids, self.seconds = vals, sids, seconds
+        self.vals, self.sids = vals, sids
+        self.secs = np.asarray(secs, dtype=np.float64)   # median phase time of each night, s
+
+    def seconds_at(self, m, window):
+        """The phase's usual duration before night m (the median of its ``window`` nights before,
+        tonight's when it has none): what tells a bandwidth-bound check, from its nights only."""
+        before = self.secs[max(0, m - window):m]
+        before = before[np.isfinite(before)]
+        value = float(np.median(before)) if before.size else float(self.secs[m])
+        return value if np.isfinite(value) else None
 
     @property
     def system(self):
@@ -80,7 +89,10 @@ def build(history, value='bw_MiBps'):
     for (kid, ph), by_night in per_series.items():
         key = history.keys[kid]
         system = key[0]
-        t, y, vals, sids = [], [], [], []
+        secs_of = {}
+        for sid, v in seconds.get((kid, ph), ()):
+            secs_of.setdefault(history.sessions[sid]['night'], []).append(v)
+        t, y, vals, sids, secs = [], [], [], [], []
         for night in sorted(by_night):
             parts = by_night[night]
             v = np.concatenate([p[1] for p in parts])
@@ -88,10 +100,9 @@ def build(history, value='bw_MiBps'):
             y.append(hodges_lehmann(np.log(v)))
             vals.append(v)
             sids.append(parts[-1][0])
-        secs = [v for sid, v in seconds.get((kid, ph), ())
-                if history.sessions[sid]['night'] in by_night]
-        sec = float(np.median(np.concatenate(secs))) if secs else None
-        out[system][1].append(SeriesLevel(key + (PHASES[ph],), kid, ph, t, y, vals, sids, sec))
+            sec = secs_of.get(night)
+            secs.append(float(np.median(np.concatenate(sec))) if sec else np.nan)
+        out[system][1].append(SeriesLevel(key + (PHASES[ph],), kid, ph, t, y, vals, sids, secs))
     return out
 
 

@@ -66,7 +66,7 @@ def _judge_system(history, system, nights, levels, opt, latest_only, value, firs
             fio_low = frozenset()       # fio is the reading, not something it could excuse
         positions = _positions(lv, latest_only, first)
         for m, j in zip(positions, judge(lv, opt, fio_low, positions)):
-            out.append(_series_finding(history, lv, m, j, nights, value))
+            out.append(_series_finding(history, lv, m, j, nights, value, opt))
     devs = {}
 
     def devs_of(lv):
@@ -92,7 +92,7 @@ def _common(j, nights, lv, m):
             'confirmation': j.confirmation}
 
 
-def _series_finding(history, lv, m, j, nights, value):
+def _series_finding(history, lv, m, j, nights, value, opt):
     f = dict(zip(('system', 'partition', 'environ', 'check', 'params', 'phase'), lv.key))
     f.update(_common(j, nights, lv, m))
     vals = lv.vals[m]
@@ -101,7 +101,8 @@ def _series_finding(history, lv, m, j, nights, value):
     f.update(scope='series', session=history.sessions[lv.sids[m]]['id'], n=int(vals.size),
              median=med, q1=q1, q3=q3, min=float(vals.min()), max=float(vals.max()),
              outliers=outlier_indices(vals, OUTLIER_K.get(lv.phase, 12.0)),
-             history_median=usual, expected_median=usual, phase_seconds=lv.seconds,
+             history_median=usual, expected_median=usual,
+             phase_seconds=lv.seconds_at(m, opt['window']),
              value=value)
     if j.status == INSUFFICIENT:
         f.update(change=None, z=None)
@@ -123,7 +124,7 @@ def _group_finding(g, m, j, nights, fio_js, devs_of):
              moved=groups_mod.moved(g, night, change, devs_of) if change is not None else 0,
              median=None if change is None else math.exp(change), history_median=1.0,
              fio_change=fio_change, factor_series=len(g.members),
-             factor_min_seconds=g.basis, outliers=[], value='bw_MiBps')
+             factor_min_seconds=g.basis_at[m], outliers=[], value='bw_MiBps')
     return f
 
 
