@@ -68,8 +68,8 @@ def test_a_far_night_confirmed_by_its_rerun_is_a_step_unless_fio_fell():
 
 
 def test_a_low_night_that_is_not_far_is_not_confirmed_by_a_rerun():
-    v = quiet(20, sd=0.01) + [935.0]          # low (3 floor spreads: -5.8 %), not far (-7.7 %)
-    lv = level(v, rerun={20: math.log(935.0)})
+    v = quiet(20, sd=0.01) + [925.0]          # low (3.45 floor spreads: -6.7 %), not far (-9 %)
+    lv = level(v, rerun={20: math.log(925.0)})
     j = rules.judge(lv, DEFAULTS)[20]
     assert j.status == 'noisy' and not j.far and j.confirmation is None
 

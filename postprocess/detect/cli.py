@@ -139,6 +139,7 @@ def run(args):
 def run_verdict(args):
     from postprocess.detect import verdict
     from postprocess.history.perflog import read_perflogs
+    settings(args)                      # bad usage before anything is read
     findings = read_json(args.detect, 'detect JSON')
     report = read_json(args.report, 'ReFrame report')
     if not isinstance(findings, list) or not isinstance(report, dict):

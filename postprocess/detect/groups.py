@@ -16,15 +16,18 @@ from postprocess.detect.rules import Level, _accepted_from
 
 
 class GroupLevel(Level):
-    """A group's median member fall per night; ``members`` its series, ``count`` how many it was
+    """A group's median member fall per night; ``members`` its series, ``read_on`` those it was
     read on each night, ``basis_at`` the least phase time they were chosen by (None: all)."""
 
-    def __init__(self, system, partition, phase_id, scope, params, members, t, y, count,
+    def __init__(self, system, partition, phase_id, scope, params, members, t, y, read_on,
                  basis_at, rerun):
         super().__init__(t, y, rerun)
         self.system, self.partition, self.phase_id = system, partition, phase_id
         self.scope, self.params, self.members = scope, params, members
-        self.count, self.basis_at = count, basis_at
+        self.read_on, self.basis_at = read_on, basis_at      # per night: its members read on
+
+    def count(self, m):
+        return len(self.read_on[m])
 
 
 def deviations(level, opt):
@@ -70,7 +73,7 @@ def build(system, levels, opt):
             if id(lv) not in devs:
                 devs[id(lv)] = deviations(lv, opt)
         nights = sorted({t for lv in members for t in devs[id(lv)]})
-        t, y, count, basis, rerun = [], [], [], [], {}
+        t, y, read, basis, rerun = [], [], [], [], {}
         for night in nights:
             here = [(lv, devs[id(lv)][night]) for lv in members if night in devs[id(lv)]]
             bound = [(lv, d) for lv, d in here
@@ -80,21 +83,21 @@ def build(system, levels, opt):
                 continue
             t.append(night)
             y.append(float(np.median([d[0] for _, d in read_on])))
-            count.append(len(read_on))
+            read.append([lv for lv, _ in read_on])
             basis.append(opt['group_seconds'] if read_on is bound else None)
             again = [lv.rerun[d[2]] - d[1] for lv, d in read_on if d[2] in lv.rerun]
             if again:
                 rerun[len(t) - 1] = float(np.median(again))
         if t:
             out.append(GroupLevel(system, partition, phase_id, scope, params, members, t, y,
-                                  count, basis, rerun))
+                                  read, basis, rerun))
     return out
 
 
-def moved(group, night, change, devs_of):
-    """How many members fell tonight at least half the group's change its way."""
-    n = 0
-    for lv in group.members:
+def moved(group, m, change, devs_of):
+    """How many of the members a group was read on at position m fell at least half its change."""
+    n, night = 0, int(group.t[m])
+    for lv in group.read_on[m]:
         d = devs_of(lv).get(night)
         if d is not None and change and d[0] * change > 0 and abs(d[0]) >= abs(change) / 2:
             n += 1

@@ -8,7 +8,9 @@ before ``s`` (after the latest acceptance in force), and the *lower-tail spread*
 it down to their 10th percentile over 1.28. Against them a night is
 
 - *low*: below the usual level by more than ``low_spread`` spreads and by ``min_effect``;
-- *far*: low, ``far_spread`` spreads down and below every one of the usual nights.
+- *far*: low, ``far_spread`` spreads down and below every one of the usual nights;
+
+both as Student's t with the usual nights' degrees of freedom (``spreads_for``).
 
 Tonight is then, in this order:
 
@@ -22,9 +24,11 @@ Tonight is then, in this order:
 - ``ok``; ``insufficient history`` below ``min_nights`` usual nights.
 """
 import collections
+import functools
 import math
 
 import numpy as np
+from scipy import special
 
 NORMAL_Q10 = 1.2816         # the 90th percentile of a standard normal: spread = (B - Q10) / this
 INSUFFICIENT = 'insufficient history'
@@ -84,9 +88,11 @@ class _Usual:
             lo_sp = max((b - q10) / NORMAL_Q10, opt['spread_floor'])
             hi_sp = max((q90 - b) / NORMAL_Q10, opt['spread_floor'])
             self.B[s], self.lo_spread[s], self.hi_spread[s] = b, lo_sp, hi_sp
-            self.low[s] = b - max(floor, opt['low_spread'] * lo_sp)
-            self.high[s] = b + max(rise, opt['low_spread'] * hi_sp)
-            self.far[s] = min(b - max(floor, opt['far_spread'] * lo_sp), float(ref.min()))
+            low_z = spreads_for(opt['low_spread'], ref.size)
+            self.low[s] = b - max(floor, low_z * lo_sp)
+            self.high[s] = b + max(rise, low_z * hi_sp)
+            far_z = spreads_for(opt['far_spread'], ref.size)
+            self.far[s] = min(b - max(floor, far_z * lo_sp), float(ref.min()))
 
 
 def lookback(opt):
@@ -94,6 +100,14 @@ def lookback(opt):
     series measured every night needs, so that only a series measured on fewer than one night in
     three is cut by it; the nightly reads exactly these nights, and a night judged again the same."""
     return 3 * (opt['horizon'] + opt['window'] + 1)
+
+
+@functools.lru_cache(maxsize=None)
+def spreads_for(z, nights):
+    """The spreads a fall of ``z`` normal standard deviations is worth when the spread was read
+    from ``nights`` usual nights: Student's t with ``nights - 1`` degrees of freedom at the same
+    tail probability (five nights that agreed prove less than twenty-eight)."""
+    return float(-special.stdtrit(max(nights - 1, 1), special.ndtr(-z)))
 
 
 def _accepted_from(level, m, opt=None):

@@ -120,8 +120,8 @@ def _group_finding(g, m, j, nights, fio_js, devs_of):
          'check': SYSTEM_CHECK, 'params': g.params, 'phase': PHASES[g.phase_id]}
     f.update(_common(j, nights, g, m))
     change = j.change
-    f.update(scope=scope, session=None, n=int(g.count[m]), members=int(g.count[m]),
-             moved=groups_mod.moved(g, night, change, devs_of) if change is not None else 0,
+    f.update(scope=scope, session=None, n=g.count(m), members=g.count(m),
+             moved=groups_mod.moved(g, m, change, devs_of) if change is not None else 0,
              median=None if change is None else math.exp(change), history_median=1.0,
              fio_change=fio_change, factor_series=len(g.members),
              factor_min_seconds=g.basis_at[m], outliers=[], value='bw_MiBps')
