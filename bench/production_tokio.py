@@ -7,7 +7,7 @@ system (Cori's `cscratch`, Edison's `scratch1/2/3`); a benchmark id (`ior_fpp_wr
 check whose one phase is its direction. One repetition a job: the bandwidth of the slowest rank
 (`darshan_agg_perf_by_slowest_posix`, MiB/s) over the bytes Darshan counted. The file system's own
 telemetry of that moment (server CPU load, fullness, the job's share of the traffic) goes into
-the line's provenance as its machine state.
+the line's provenance as `machine.fs_telemetry`, shown beside a finding (postprocess/why).
 """
 import csv
 import datetime
@@ -88,7 +88,8 @@ def line(row):
     bw = float(row['bw'])
     seconds = float(row['bytes']) / (bw * MiB)
     reps = f"{row['phase']}={int(row['bytes'])}:{seconds!r}"
-    prov = json.dumps({'source': 'tokio-abc', 'machine': row['state']}, separators=(',', ':'))
+    prov = json.dumps({'source': 'tokio-abc', 'machine': {'fs_telemetry': row['state']}},
+                      separators=(',', ':'))
     w = f"write_bw={bw!r}" if row['phase'] == 'write' else 'write_bw=None'
     r = f"read_bw={bw!r}" if row['phase'] == 'read' else 'read_bw=None'
     stamp = (row['time'] + datetime.timedelta(seconds=seconds)).strftime('%Y-%m-%dT%H:%M:%S+0000')

@@ -316,3 +316,13 @@ def test_spack_lock_hash_and_running_jobs(tmp_path):
     # squeue as it is here: a count when a Slurm answers, else the reason, never an exception
     got = machine.running_jobs(['--partition=nosuchpartition'])
     assert got == 0 or (isinstance(got, str) and got.startswith('unknown ('))
+
+
+def test_the_file_systems_own_telemetry_is_shown_beside_the_machine_state():
+    provs = [{'machine': {'load': [2.0, 1.0, 1.0], 'fs_telemetry': {'oss_cpu': v}}}
+             for v in (20.0, 30.0, 90.0)]
+    got = provenance.state(provs)
+    assert got == {'load': 2.0, 'fs': {'oss_cpu': 30.0}}
+    assert provenance.state_text({'fs': {'oss_cpu': 20.0}}, got) == 'load ? → 2.0, oss_cpu 20.0 → 30.0'
+    from postprocess.why import state
+    assert state.text(got) == 'load 2 · oss_cpu 30'
