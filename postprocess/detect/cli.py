@@ -74,6 +74,8 @@ def settings(args):
             out[name] = kind(text)
         except ValueError:
             raise UsageError(f"bad value for {name}: '{text}' (a {kind.__name__})") from None
+        if not out[name] > 0:
+            raise UsageError(f"{name} must be positive: '{text}'")
     return out
 
 
