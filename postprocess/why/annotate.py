@@ -18,7 +18,7 @@ from postprocess.history.perflog import runs_of_nights
 from postprocess.history.store import assign_sessions
 from postprocess.why import provenance
 
-FLAGGED = ('regression', 'improvement', 'unconfirmed')
+FLAGGED = ('regression', 'improvement', 'degraded')
 SYSTEM = '*'
 
 
