@@ -26,7 +26,7 @@ FAULTS = {
     # every write and sync +25 % of its own time, paid in kind (a quarter of the bytes again, out to
     # the device before the file's sync): slept, the delay was absorbed by the other rank's I/O,
     # x1.07-1.20 on 2-rank BenchIO phases side by side, x1.20-1.29 in kind (measured by
-    # bench/fault_size.py, now in git history; docs/replays-runs22.md)
+    # bench/fault_size.py, now in git history)
     'write': {'IOFAULT_PHASE': 'write', 'IOFAULT_FACTOR': '0.25'},
     # HDF5's files only. At +25 % it realized x1.16 and x1.19 on the 2-rank BenchIO HDF5 checks
     # (independent, collective; their phase spends more outside write+sync: H5Fcreate, the
