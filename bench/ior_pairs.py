@@ -19,7 +19,7 @@ tools: the guest reports freed memory to the host (virtio_balloon free page repo
 the pages are freed) and page cache placed on reported pages pays a host fault per page. Which mode
 a run hits depends on when the previous run freed its pages. `--warm MiB` touches and frees that much
 memory right before each tool process (outside both tools' timing) so that both tools' page cache
-lands on host-backed memory (docs/ior.md, "Measured on this machine"). Each line also shows how many
+lands on host-backed memory (docs/ior.md, "By hand"). Each line also shows how many
 of each tool's samples fall into the fast mode (`fast a/b`: samples above the widest gap, when that
 gap is a factor > 1.6 between neighbours in the sorted samples of both tools; "one mode" otherwise)
 and the median ratio over the pairs in which both tools landed in the same mode (`same-mode`, with
@@ -34,7 +34,7 @@ Usage: python3 -m bench.ior_pairs --iobench build/iobench --ior /opt/ior/bin/ior
 Prints one line per (api, ranks, phase): medians, the median of the per-pair ratios, the modes, a
 90 % confidence interval of that median with what it allows ("within" ±5 %, "differs" from 1, or
 "unresolved" at this many pairs), and every pair. `--control` runs IOR in iobench's slot too (on a
-file of its own): how far from 1 the bench's ratio lands when nothing differs (docs/ior-nodes.md).
+file of its own): how far from 1 the bench's ratio lands when nothing differs (docs/ior.md).
 `--pool` reads the `--json` files of several runs with the same sizes and prints, per line, the
 median of the per-pair ratios of all their pairs, its interval, and how many lines fall within ±5 %.
 """

@@ -42,7 +42,7 @@ static int mpiio_open(iob_ctx *c, int writing)
     }
     MPI_File_set_errhandler(s->fh, MPI_ERRORS_RETURN);
     /* IOR's create truncates, collectively (aiori-MPIIO.c: MPI_File_set_size(fd, 0) for IOR_TRUNC): the
-     * same call inside the timed open, so both tools' opens do the same work (docs/ior-nodes.md, run 4) */
+     * same call inside the timed open, so both tools' opens do the same work (docs/ior.md) */
     if (writing) {
         snprintf(call, sizeof call, "MPI_File_set_size(%s, 0)", c->path);
         if (iob_mpi_check(c, MPI_File_set_size(s->fh, 0), call)) {

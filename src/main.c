@@ -29,10 +29,11 @@ static int agree(iob_ctx *c, int failed)
 }
 
 /* One phase as IOR times it: barrier, then each rank's own span open -> access (-> sync) -> close, with
- * no agreement inside it; total_s = max(end) - min(start) over ranks, each rank's clock starting where
- * it leaves the barrier (so node clocks need not agree). The outcome is agreed once, after the span. A
- * rank whose open failed skips its access and close; one whose access failed still syncs and closes so
- * that collective calls stay matched (its watchdog is armed first, in case a library hangs there).
+ * no agreement inside it; total_s = the longest rank's span, each on its own clock from where it left
+ * the barrier (IOR's max(end) - min(start) when ranks leave it together; node clocks need not agree).
+ * The outcome is agreed once, after the span. A rank whose open failed skips its access and close;
+ * one whose access failed still syncs and closes so that collective calls stay matched (its watchdog
+ * is armed first, in case a library hangs there).
  * --param barriers=1 (IOR -g) agrees after open, after access+sync and after close, inside the span,
  * and ends it with a barrier: total_s is then about max(open) + max(access+sync) + max(close). */
 static int run_phase(iob_ctx *c, const iob_backend *be, int writing, iob_phase *ph)

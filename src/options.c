@@ -14,7 +14,7 @@ static const char usage[] =
     "         [--dir DIR] [--name BASE] [--phase write|read|both] [--repeat R]\n"
     "         [--verify|--no-verify] [--keep] [--hint KEY=VALUE]... [--param KEY=VALUE]...\n"
     "         [--json FILE] [--quiet] [--help] [--version] [--list]\n"
-    "Times each rank's open->access->sync->close after a barrier, max(end) - min(start) over ranks\n"
+    "Times each rank's open->access->sync->close after a barrier, the longest rank's span\n"
     "(IOR's timing); result JSON on stdout\n"
     "(schema " IOB_SCHEMA "; --quiet: only to --json FILE). Bandwidth in MiB/s (2^20 bytes).\n"
     "Exit: 0 ok, 1 library error or verification mismatch, 2 bad input.\n";

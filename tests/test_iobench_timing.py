@@ -1,5 +1,5 @@
 """iobench times a phase as IOR does (docs/CONTRACT.md §2): one span per rank from open to close, the
-phase = max(end) - min(start) over ranks, no agreement inside the span; `--param barriers=1` (IOR -g)
+phase = the longest rank's span, no agreement inside the span; `--param barriers=1` (IOR -g)
 agrees between the steps. Checked with real delays: a small LD_PRELOAD shim (tests/support/delay.py,
 compiled here) makes open() of the data file slow on one rank and close() of it slow on another. IOR's timing counts one
 delay (the ranks wait in parallel); agreements inside the span count both."""

@@ -1,6 +1,6 @@
 """End to end on real nights: `ci/nightly.sh` runs of a few quick-suite checks, each re-dated to
 its own night (tests/support/nights.py, as bench/real_replay.py), then one night with every
-iobench write and sync twice its time (tests/support/iofault.c, LD_PRELOAD, fio untouched):
+iobench write and sync four times its time (tests/support/iofault.c, LD_PRELOAD, fio untouched):
 
 * the clean nights are never red;
 * the slowed night is far on the I/O stack's write level, its checks are re-run right away, the
@@ -37,7 +37,7 @@ def test_a_far_night_confirmed_by_its_rerun_is_red_and_every_night_judged_again_
         night = nights.run_night(tree, i, CHECKS, timeout=1200)
         assert night['exit'] == 0, (i, night['out'])
         assert night['verdict'] is None or night['verdict']['status'] == 'ok', night['out']
-    night = nights.run_night(tree, CLEAN, CHECKS, fault='write-half', lib=lib, timeout=1200)
+    night = nights.run_night(tree, CLEAN, CHECKS, fault='write-quarter', lib=lib, timeout=1200)
     red = [f for f in (night['verdict'] or {}).get('findings', []) if f['status'] == 'regression']
     assert night['exit'] == 3 and red, night['out']
     stack = [f for f in red if f.get('scope') in ('stack', 'system') and f['phase'] == 'write']
