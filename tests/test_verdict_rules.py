@@ -122,3 +122,26 @@ def test_a_judgement_reads_only_its_lookback():
         again = rules.judge(part, DEFAULTS, positions=[cut - 1])[0]
         j = full[m]
         assert (again.status, again.change, again.reach) == (j.status, j.change, j.reach)
+
+
+def test_the_vectorised_helpers_agree_with_one_night_at_a_time():
+    """accepted_from_all and trailing_medians serve the groups and the nightly at scale: each must
+    give, night for night, what the one-night definitions give (acceptances, a sparse series)."""
+    import numpy as np
+    from postprocess.detect.options import DEFAULTS
+    from postprocess.detect.rules import (Level, _accepted_from, accepted_from_all,
+                                          trailing_medians)
+    rng = np.random.default_rng(7)
+    t = np.cumsum(rng.integers(1, 9, 400))             # gaps: the lookback binds on some nights
+    level = Level(t, rng.normal(size=t.size),
+                  accepted=[(int(t[50]), int(t[60])), (int(t[200]), int(t[210])),
+                            (int(t[120]), int(t[300]))])
+    assert accepted_from_all(level, DEFAULTS).tolist() == \
+        [_accepted_from(level, m, DEFAULTS) for m in range(t.size)]
+    x = rng.normal(size=50)
+    x[[3, 17, 18]] = np.nan
+    got = trailing_medians(x, 7)
+    for m in range(50):
+        before = x[max(0, m - 7):m]
+        before = before[np.isfinite(before)]
+        assert (np.isnan(got[m]) and not before.size) or got[m] == np.median(before)

@@ -12,7 +12,7 @@ import numpy as np
 
 from postprocess.common.findings import group_keys
 from postprocess.detect.levels import is_baseline, is_rate
-from postprocess.detect.rules import Level, _accepted_from
+from postprocess.detect.rules import Level, accepted_from_all, trailing_medians
 
 
 class GroupLevel(Level):
@@ -34,12 +34,12 @@ def deviations(level, opt):
     """{night index: (fall against the member's usual level, that usual level)} of one series."""
     out = {}
     y, w = level.y, opt['window']
-    for m in range(len(y)):
-        a = _accepted_from(level, m, opt)
-        ref = y[max(a, m - w):m]
-        if ref.size >= opt['min_nights']:
-            usual = float(np.median(ref))
-            out[int(level.t[m])] = (float(y[m]) - usual, usual, m)
+    medians = trailing_medians(y, w)          # every night's, where nothing cuts its window
+    for m, a in enumerate(accepted_from_all(level, opt).tolist()):
+        if m - max(a, m - w) < opt['min_nights']:
+            continue
+        usual = float(medians[m]) if a <= max(0, m - w) else float(np.median(y[a:m]))
+        out[int(level.t[m])] = (float(y[m]) - usual, usual, m)
     return out
 
 

@@ -12,8 +12,8 @@ import datetime
 
 import numpy as np
 
-from postprocess.common.stats import hodges_lehmann
-from postprocess.detect.rules import Level
+from postprocess.common.stats import hodges_lehmann, small_median
+from postprocess.detect.rules import Level, trailing_medians
 from postprocess.history.perflog import PHASES
 
 BASELINE = 'backend=fio'
@@ -42,9 +42,12 @@ class SeriesLevel(Level):
     def seconds_at(self, m, window):
         """The phase's usual duration before night m (the median of its ``window`` nights before,
         tonight's when it has none): what tells a bandwidth-bound check, from its nights only."""
-        before = self.secs[max(0, m - window):m]
-        before = before[np.isfinite(before)]
-        value = float(np.median(before)) if before.size else float(self.secs[m])
+        if getattr(self, '_secs_window', None) != window:
+            # every night at once (groups ask per member and night, many groups per member)
+            usual = trailing_medians(self.secs, window)
+            self._usual_secs = np.where(np.isnan(usual), self.secs, usual)
+            self._secs_window = window
+        value = float(self._usual_secs[m])
         return value if np.isfinite(value) else None
 
     @property
@@ -101,7 +104,7 @@ def build(history, value='bw_MiBps'):
             vals.append(v)
             sids.append(parts[-1][0])
             sec = secs_of.get(night)
-            secs.append(float(np.median(np.concatenate(sec))) if sec else np.nan)
+            secs.append(small_median(np.concatenate(sec)) if sec else np.nan)
         out[system][1].append(SeriesLevel(key + (PHASES[ph],), kid, ph, t, y, vals, sids, secs))
     return out
 

@@ -70,29 +70,54 @@ class _Usual:
         self.done = np.zeros(n, dtype=bool)
 
     def need(self, lo, hi):
-        """Compute starts lo..hi (inclusive) not computed yet."""
-        opt, y = self.opt, self.y
+        """Compute starts lo..hi (inclusive) not computed yet: those with ``window`` nights
+        before them at once (a nightly asks for ~60 starts of every level), the first few alone."""
+        opt, y, a = self.opt, self.y, self.a
         w, least = opt['window'], opt['min_nights']
+        todo = np.arange(max(lo, a), hi + 1)
+        todo = todo[~self.done[todo]]
+        if not todo.size:
+            return
+        self.done[todo] = True
+        full = todo[todo - w >= a]
+        if full.size:
+            refs = np.lib.stride_tricks.sliding_window_view(y, w)[full - w]
+            self.nights[full] = w
+            if w >= least:
+                b = np.median(refs, axis=1)
+                q10, q90 = np.quantile(refs, (0.1, 0.9), axis=1)
+                self._set(full, b, q10, q90, refs.min(axis=1), w)
+        for s in todo[todo - w < a]:
+            ref = y[a:s]
+            self.nights[s] = ref.size
+            if ref.size >= least:
+                q10, q90 = np.quantile(ref, (0.1, 0.9))
+                self._set(s, np.median(ref), q10, q90, ref.min(), ref.size)
+
+    def _set(self, s, b, q10, q90, least_seen, nights):
+        opt = self.opt
         floor = -math.log1p(-opt['min_effect'])
         rise = math.log1p(opt['min_effect'])
-        for s in range(max(lo, self.a), hi + 1):
-            if self.done[s]:
-                continue
-            self.done[s] = True
-            ref = y[max(self.a, s - w):s]
-            self.nights[s] = ref.size
-            if ref.size < least:
-                continue
-            b = float(np.median(ref))
-            q10, q90 = np.quantile(ref, (0.1, 0.9))
-            lo_sp = max((b - q10) / NORMAL_Q10, opt['spread_floor'])
-            hi_sp = max((q90 - b) / NORMAL_Q10, opt['spread_floor'])
-            self.B[s], self.lo_spread[s], self.hi_spread[s] = b, lo_sp, hi_sp
-            low_z = spreads_for(opt['low_spread'], ref.size)
-            self.low[s] = b - max(floor, low_z * lo_sp)
-            self.high[s] = b + max(rise, low_z * hi_sp)
-            far_z = spreads_for(opt['far_spread'], ref.size)
-            self.far[s] = min(b - max(floor, far_z * lo_sp), float(ref.min()))
+        lo_sp = np.maximum((b - q10) / NORMAL_Q10, opt['spread_floor'])
+        hi_sp = np.maximum((q90 - b) / NORMAL_Q10, opt['spread_floor'])
+        self.B[s], self.lo_spread[s], self.hi_spread[s] = b, lo_sp, hi_sp
+        low_z = spreads_for(opt['low_spread'], nights)
+        self.low[s] = b - np.maximum(floor, low_z * lo_sp)
+        self.high[s] = b + np.maximum(rise, low_z * hi_sp)
+        far_z = spreads_for(opt['far_spread'], nights)
+        self.far[s] = np.minimum(b - np.maximum(floor, far_z * lo_sp), least_seen)
+
+
+def trailing_medians(x, window):
+    """[median of the finite values of x[max(0, m - window):m]] for every m (NaN where none)."""
+    x = np.asarray(x, dtype=np.float64)
+    padded = np.concatenate([np.full(window, np.nan), x])
+    rows = np.lib.stride_tricks.sliding_window_view(padded, window)[:len(x)]
+    out = np.full(len(x), np.nan)
+    some = np.isfinite(rows).any(axis=1)
+    if some.any():
+        out[some] = np.nanmedian(rows[some], axis=1)
+    return out
 
 
 def lookback(opt):
@@ -123,6 +148,18 @@ def _accepted_from(level, m, opt=None):
         if cut > max(a, m - opt['horizon'] - opt['window']):
             a = cut
     return a
+
+
+def accepted_from_all(level, opt):
+    """``_accepted_from(level, m, opt)`` for every position m at once."""
+    t = level.t
+    a = np.zeros(len(t), dtype=np.int64)
+    for first_night, applies in level.accepted:         # sorted: the latest in force wins
+        a[t >= applies] = int(np.searchsorted(t, first_night))
+    cut = np.searchsorted(t, t - lookback(opt) + 1)
+    m = np.arange(len(t))
+    binds = cut > np.maximum(a, m - opt['horizon'] - opt['window'])
+    return np.where(binds, cut, a)
 
 
 def judge(level, opt, fio_low=frozenset(), positions=None):
