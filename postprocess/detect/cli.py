@@ -237,7 +237,7 @@ def run(args):
     # what changed since the last good night, per flagged finding (postprocess/why/)
     from postprocess.why import annotate, state
     annotate.add_why_from_args(shown, args, history)
-    state.add_state(shown, args)            # machine state per finding's night (history table)
+    state.add_state(shown, history)            # machine state per finding's night (history table)
     for f in shown:
         print(format_finding(f))
         if f.get('why'):

@@ -10,6 +10,28 @@ import duckdb
 
 _CON = None
 
+# SQL helpers every history query may use (perflog.py, parse.py, sessions.py)
+MACROS = r"""
+CREATE OR REPLACE MACRO perf_head(x) AS regexp_matches(x, '^\w+_var=\w+_value$')
+  AND regexp_extract(x, '^(\w+)_var=', 1) || '_value' = x[strpos(x, '=') + 1:];
+CREATE OR REPLACE MACRO finite_or_null(x) AS
+  CASE WHEN isfinite(TRY_CAST(trim(x) AS DOUBLE)) THEN TRY_CAST(trim(x) AS DOUBLE) END;
+CREATE OR REPLACE MACRO pyrepr(s) AS
+  CASE WHEN contains(s, '''') AND NOT contains(s, '"')
+       THEN '"' || replace(s, '\', '\\') || '"'
+       ELSE '''' || replace(replace(s, '\', '\\'), '''', '\''') || '''' END;
+
+CREATE OR REPLACE MACRO local_ts(t, tz) AS make_timestamp(CAST(round((t + tz) * 1e6) AS BIGINT));
+CREATE OR REPLACE MACRO iso_zone(tz) AS (CASE WHEN tz < 0 THEN '-' ELSE '+' END)
+  || lpad(CAST(abs(tz) // 3600 AS VARCHAR), 2, '0') || ':'
+  || lpad(CAST(abs(tz) % 3600 // 60 AS VARCHAR), 2, '0');
+CREATE OR REPLACE MACRO iso_time(t, tz) AS strftime(local_ts(t, tz), '%Y-%m-%dT%H:%M:%S')
+  || CASE WHEN round(t * 1e6) % 1000000 <> 0
+          THEN '.' || lpad(CAST(CAST(round(t * 1e6) % 1000000 AS BIGINT) AS VARCHAR), 6, '0')
+          ELSE '' END
+  || iso_zone(tz);
+"""
+
 
 def connect():
     """The process's connection (in memory; spills to the system temp directory past its
@@ -22,6 +44,7 @@ def connect():
         limit = os.environ.get('IOREGRESS_DUCKDB_MEMORY', '1GB')
         con.execute(f"SET memory_limit = '{limit}'")
         con.execute(f"SET temp_directory = '{_sql_str(_temp_dir())}'")
+        con.execute(MACROS)
         _CON = con
     return _CON
 

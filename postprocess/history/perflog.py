@@ -153,20 +153,7 @@ SELECT file, lineno,
 FROM t
 """
 
-MACROS = r"""
-CREATE OR REPLACE MACRO perf_head(x) AS regexp_matches(x, '^\w+_var=\w+_value$')
-  AND regexp_extract(x, '^(\w+)_var=', 1) || '_value' = x[strpos(x, '=') + 1:];
-CREATE OR REPLACE MACRO finite_or_null(x) AS
-  CASE WHEN isfinite(TRY_CAST(trim(x) AS DOUBLE)) THEN TRY_CAST(trim(x) AS DOUBLE) END;
-CREATE OR REPLACE MACRO pyrepr(s) AS
-  CASE WHEN contains(s, '''') AND NOT contains(s, '"')
-       THEN '"' || replace(s, '\', '\\') || '"'
-       ELSE '''' || replace(replace(s, '\', '\\'), '''', '\''') || '''' END;
-"""
 
-
-def install_macros(con):
-    con.execute(MACROS)
 
 
 def load_text_runs(roots, diag, nights=None):
@@ -175,7 +162,6 @@ def load_text_runs(roots, diag, nights=None):
     completed on those dates (and every header): the cost then does not grow with the
     history. A root that does not exist, or a file that cannot be read, is a diagnostic."""
     con = engine.connect()
-    install_macros(con)
     name = engine.temp_name('perflog_text')
     headers = engine.temp_name('perflog_headers')
     chunk = engine.temp_name('perflog_lines')

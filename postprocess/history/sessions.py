@@ -17,17 +17,7 @@ from postprocess.history import engine
 
 SESSION_GAP = datetime.timedelta(hours=3)
 
-MACROS = r"""
-CREATE OR REPLACE MACRO local_ts(t, tz) AS make_timestamp(CAST(round((t + tz) * 1e6) AS BIGINT));
-CREATE OR REPLACE MACRO iso_zone(tz) AS (CASE WHEN tz < 0 THEN '-' ELSE '+' END)
-  || lpad(CAST(abs(tz) // 3600 AS VARCHAR), 2, '0') || ':'
-  || lpad(CAST(abs(tz) % 3600 // 60 AS VARCHAR), 2, '0');
-CREATE OR REPLACE MACRO iso_time(t, tz) AS strftime(local_ts(t, tz), '%Y-%m-%dT%H:%M:%S')
-  || CASE WHEN round(t * 1e6) % 1000000 <> 0
-          THEN '.' || lpad(CAST(CAST(round(t * 1e6) % 1000000 AS BIGINT) AS VARCHAR), 6, '0')
-          ELSE '' END
-  || iso_zone(tz);
-"""
+
 
 SESSIONS_SQL = r"""
 WITH free AS (
@@ -55,13 +45,8 @@ FROM given
 """
 
 
-def install_macros(con):
-    con.execute(MACROS)
-
-
 def sql(runs):
     """SELECT run_id, session, session_start, session_tzoff, night for the runs relation."""
-    install_macros(engine.connect())
     return SESSIONS_SQL.format(runs=runs, gap=SESSION_GAP.total_seconds())
 
 
