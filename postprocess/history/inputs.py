@@ -195,16 +195,8 @@ def selected_rows(args, last_nights=None):
         parts.append(store.empty_rows_sql())
     every = engine.temp_name('all_rows')
     con.execute(f'CREATE TEMP VIEW {every} AS ' + ' UNION ALL BY NAME '.join(parts))
-    where = []
-    if args.system:
-        where.append(f'system = {engine.quote(args.system)}')
-    day = 'CAST(local_ts(epoch(time), utc_offset) AS DATE)'
-    if args.date_from:
-        where.append(f"{day} >= DATE {engine.quote(args.date_from)}")
-    if args.date_to:
-        where.append(f"{day} <= DATE {engine.quote(args.date_to)}")
     chosen = engine.temp_name('chosen_rows')
-    cond = ' AND '.join(where) or 'true'
+    cond = row_filter(args)
     if not con.execute(f'SELECT count(*) FROM {every}').fetchone()[0]:
         raise UsageError('no runs in the history')
     if not con.execute(f'SELECT count(*) FROM {every} WHERE {cond}').fetchone()[0]:
@@ -222,6 +214,20 @@ def selected_rows(args, last_nights=None):
         con.execute(f'CREATE TEMP TABLE {chosen} AS SELECT * FROM {every} WHERE {cond}')
     _report(diag)               # after the usage errors: those stay one line
     return chosen
+
+
+def row_filter(args):
+    """SQL condition on store rows: --system, and the run's local completion date in
+    [--from, --to]."""
+    where = []
+    if args.system:
+        where.append(f'system = {engine.quote(args.system)}')
+    day = 'CAST(local_ts(epoch(time), utc_offset) AS DATE)'
+    if args.date_from:
+        where.append(f"{day} >= DATE {engine.quote(args.date_from)}")
+    if args.date_to:
+        where.append(f"{day} <= DATE {engine.quote(args.date_to)}")
+    return ' AND '.join(where) or 'true'
 
 
 def load_history(args, last_nights=None):
