@@ -150,3 +150,14 @@ def read_results_db(path):
             runtime.runtime().site_config.remove_sticky_option('storage/sqlite_db_file')
     sessions.sort(key=lambda s: (s.get('session_info') or {}).get('time_start_unix') or 0)
     return sessions
+
+
+def records(rows):
+    """Run records (history/parse.py records) of case_rows() dicts."""
+    runs, reps = parse.parse(text_table(rows))
+    return parse.records(runs, reps)
+
+
+def db_records(path):
+    """Run records of every session of ReFrame's results DB at ``path``."""
+    return records([r for s in read_results_db(path) for r in case_rows(s, path)])
