@@ -150,15 +150,18 @@ def source_rows(args, diag, this_run=True):
         texts.append((perflog.text_runs(args.perflogs, diag), 2))
     if not texts:
         return None
-    union = engine.temp_name('source_text')
-    cols = ', '.join(engine.ident(n) for n, _ in parse.TEXT_COLUMNS if n != 'run_id')
-    parts = ' UNION ALL '.join(f'SELECT {cols}, {prio} AS prio, run_id AS seq0 FROM {t}'
-                               for t, prio in texts)
-    con.execute(f'''CREATE TEMP TABLE {union} AS
-        SELECT row_number() OVER (ORDER BY t NULLS LAST, prio, seq0) - 1 AS run_id, {cols}
-        FROM ({parts})
-        QUALIFY bad IS NOT NULL OR row_number() OVER (
-            PARTITION BY system, partition, environ, "check", jobid, floor(t) ORDER BY prio, seq0) = 1''')
+    if len(texts) == 1:
+        union = texts[0][0]
+    else:               # numbered source after source; a run in two sources counted once
+        union = engine.temp_name('source_text')
+        cols = ', '.join(engine.ident(n) for n, _ in parse.TEXT_COLUMNS if n != 'run_id')
+        parts = ' UNION ALL '.join(
+            f'SELECT {cols}, {prio} AS prio, run_id + {i} * {1 << 40} AS run_id FROM {t}'
+            for i, (t, prio) in enumerate(texts))
+        con.execute(f'''CREATE TEMP TABLE {union} AS SELECT * EXCLUDE (prio) FROM ({parts})
+            QUALIFY bad IS NOT NULL OR row_number() OVER (
+                PARTITION BY system, partition, environ, "check", jobid, floor(t)
+                ORDER BY prio, run_id) = 1''')
     runs, reps = parse.parse(union)
     diag.extend(parse.diagnostics(union, runs))
     if args.perflogs and not con.execute(f'SELECT count(*) FROM {runs}').fetchone()[0] \

@@ -195,17 +195,18 @@ def load_text_runs(roots, diag, nights=None):
                 continue
             where = '' if nights is None else \
                 f" WHERE starts_with(line, 'job_completion_time'){day}"
-            con.execute(f'INSERT INTO {chunk} SELECT * FROM ({_lines_sql(path, code)}){where}')
-            con.execute(f'INSERT INTO {headers} ' + HEADERS_SQL.format(chunk=chunk))
-            con.execute(f'INSERT INTO {name} {select}')
-            con.execute(f'DELETE FROM {chunk}')
+            lines = f'(SELECT * FROM ({_lines_sql(path, code)}){where})'
+            # headers first (a pass that keeps nothing else), then every line streamed once
+            con.execute(f'INSERT INTO {headers} ' + HEADERS_SQL.format(chunk=lines))
+            con.execute(f'INSERT INTO {name} ' + TEXT_RUNS_SQL.format(lines=LINES_SQL.format(
+                chunk=lines, headers=headers, contract=contract, ncontract=len(CONTRACT_FIELDS))))
     con.execute(f'DROP TABLE {headers}; DROP TABLE {chunk}')
     return name, paths
 
 
 def text_runs(roots, diag, nights=None):
     """The text runs (history/parse.py TEXT_COLUMNS) of every perflog line under ``roots``,
-    numbered in order of completion time (then file and line): a table name."""
+    numbered in the order read (files in order, lines in order): a table name."""
     raw, paths = load_text_runs(roots, diag, nights)
     con = engine.connect()
     files = engine.temp_name('perflog_files')
@@ -213,7 +214,7 @@ def text_runs(roots, diag, nights=None):
                          'path': np.array(list(paths.values()), dtype=object)})
     name = engine.temp_name('perflog_runs')
     con.execute(f'''CREATE TEMP TABLE {name} AS
-        SELECT (row_number() OVER (ORDER BY t NULLS LAST, r.file, lineno) - 1) AS run_id,
+        SELECT (row_number() OVER () - 1) AS run_id,
                p.path || ':' || lineno AS source, bad, t, tzoff, system, partition, environ,
                "check", params, jobid, result, reframe, reps_text, prov_text, perf,
                NULL::VARCHAR AS session, NULL::DOUBLE AS session_start,

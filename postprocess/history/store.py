@@ -30,31 +30,27 @@ _LAST = "list_filter({e}, (x, i) -> NOT list_contains(list_transform({e}[i + 1:]
 
 STORE_ROWS_SQL = r"""
 WITH s AS ({sessions}),
-r AS (
+e AS (
   SELECT r.*, s.session AS sess, s.session_start AS sess_start, s.session_tzoff AS sess_tzoff,
          s.night,
-         list_transform(list_filter(string_split(r.params, ','), x -> x <> ''),
-                        x -> {{'key': trim(split_part(x, '=', 1)),
-                              'value': trim(x[strpos(x, '=') + 1:])}}) AS param_e,
          list_transform(r.perf, x -> {{'key': x.name, 'value': struct_pack(value := x.value,
                         unit := x.unit, ref := x.ref, lower := x.lower, upper := x.upper)}})
            AS perf_e,
          r.provenance::JSON AS prov
-  FROM {runs} r JOIN s USING (run_id))
-SELECT r.system, r.partition, r.environ, r."check", r.params,
-       map_from_entries({param_last}) AS param,
-       to_timestamp(r.t) AS time, r.tzoff AS utc_offset,
-       r.sess AS session, to_timestamp(r.sess_start) AS session_start,
-       r.sess_tzoff AS session_utc_offset, r.night, year(r.night) AS year,
-       {run} AS run, coalesce(r.testcase, r.source) AS testcase, r.run_id AS seq, r.jobid, r.result, r.reframe,
-       p.phase, p.rep, p.bytes, p.seconds, p.bytes / p.seconds / {mib} AS bw_MiBps,
-       map_from_entries({perf_last}) AS perf,
+  FROM {runs} r JOIN s USING (run_id)),
+r AS MATERIALIZED (
+  SELECT run_id, system, partition, environ, "check", params,
+       to_timestamp(t) AS time, tzoff AS utc_offset,
+       sess AS session, to_timestamp(sess_start) AS session_start,
+       sess_tzoff AS session_utc_offset, night, year(night) AS year,
+       {run} AS run, coalesce(testcase, source) AS testcase, run_id AS seq, jobid, result, reframe,
+       to_json(map_from_entries({perf_last}))::VARCHAR AS perf,
        TRY_CAST(json_extract(prov, '$.library_versions') AS MAP(VARCHAR, VARCHAR))
          AS library_versions,
        json_extract_string(prov, '$.stripe') AS stripe,
        json_extract(prov, '$.lustre.layout')::VARCHAR AS stripe_layout,
-       TRY_CAST(json_extract(prov, '$.hints_requested') AS MAP(VARCHAR, VARCHAR)) AS hints_requested,
-       TRY_CAST(json_extract(prov, '$.hints_in_effect') AS MAP(VARCHAR, VARCHAR)) AS hints_in_effect,
+       json_extract(prov, '$.hints_requested')::VARCHAR AS hints_requested,
+       json_extract(prov, '$.hints_in_effect')::VARCHAR AS hints_in_effect,
        json_extract_string(prov, '$.fs_type') AS fs_type,
        json_extract_string(prov, '$.sync_method') AS sync_method,
        json_extract_string(prov, '$.cache_defeat') AS cache_defeat,
@@ -67,7 +63,15 @@ SELECT r.system, r.partition, r.environ, r."check", r.params,
        TRY_CAST(json_extract_string(prov, '$.machine.other_jobs') AS INTEGER) AS other_jobs,
        json_extract_string(prov, '$.machine.kernel') AS kernel,
        json_extract_string(prov, '$.machine.note') AS note,
-       r.provenance
+       provenance
+  FROM e)
+SELECT r.* EXCLUDE (run_id, perf, library_versions, stripe, stripe_layout, hints_requested,
+                    hints_in_effect, fs_type, sync_method, cache_defeat, nodes, command, load_1m,
+                    fs_used_pct, lfs_used_pct, other_jobs, kernel, note, provenance),
+       p.phase, p.rep, p.bytes, p.seconds, p.bytes / p.seconds / {mib} AS bw_MiBps,
+       r.perf, r.library_versions, r.stripe, r.stripe_layout, r.hints_requested,
+       r.hints_in_effect, r.fs_type, r.sync_method, r.cache_defeat, r.nodes, r.command, r.load_1m,
+       r.fs_used_pct, r.lfs_used_pct, r.other_jobs, r.kernel, r.note, r.provenance
 FROM r LEFT JOIN {reps} p USING (run_id)
 """
 
@@ -90,7 +94,7 @@ def rows_sql(runs, reps, run_name):
     """SELECT of store rows from parsed runs and repetitions (history/parse.py)."""
     return STORE_ROWS_SQL.format(
         sessions=sessions.sql(runs), runs=runs, reps=reps, mib=MiB, run=engine.quote(run_name),
-        param_last=_LAST.format(e='r.param_e'), perf_last=_LAST.format(e='r.perf_e'))
+        perf_last=_LAST.format(e='perf_e'))
 
 
 def files(store):
@@ -170,7 +174,7 @@ class RunView:
             con = engine.connect()
             lo, hi = b * self.BLOCK, (b + 1) * self.BLOCK
             got = con.execute(
-                f'SELECT x.run_id, any_value(to_json(r.perf)) AS perf, '
+                f'SELECT x.run_id, any_value(r.perf) AS perf, '
                 f'any_value(r.provenance) AS provenance, '
                 f'list(struct_pack(phase := r.phase, b := r.bytes, s := r.seconds) '
                 f'ORDER BY r.phase, r.rep) FILTER (WHERE r.phase IS NOT NULL) AS reps '

@@ -48,7 +48,7 @@ def run_import(args):
                   f's.system = e.system AND s.partition = e.partition AND s.environ = e.environ '
                   f'AND s."check" = e."check" AND s.jobid = e.jobid AND '
                   f'floor(epoch(s.time)) = floor(epoch(e.time)))')
-    select = f'SELECT * FROM {rows} e WHERE {where} ORDER BY night, time, seq, phase, rep'
+    select = f'SELECT * FROM {rows} e WHERE {where}'
     nruns, nrows = con.execute(f'SELECT count(DISTINCT testcase), count(*) FROM ({select})').fetchone()
     if not nrows:
         raise UsageError(f"nothing to import from {', '.join(args.perflogs + ([args.db] if args.db else []))}"
