@@ -305,7 +305,7 @@ def test_verdict_cli_exit_status_rerun_list_and_json(tmp_path):
     (['--detect', '{t}/bad.json', '--report', '{t}/r.json', '--json', '{t}/v.json'],
      "cannot read detect JSON '{t}/bad.json'"),
     (['--detect', '{t}/d.json', '--report', '{t}/r.json', '--json', '{t}/v.json',
-      '--confirm-perflogs', '{t}'], '--confirm-perflogs needs --perflogs DIR and --system NAME'),
+      '--confirm-perflogs', '{t}'], '--confirm-perflogs needs the history (--store DIR, --perflogs DIR or --db FILE) and --system NAME'),
 ])
 def test_verdict_bad_input_one_line_exit_2_nothing_written(tmp_path, args, words):
     (tmp_path / 'bad.json').write_text('{not json')

@@ -66,8 +66,9 @@ def run_verdict(args):
     verdict.carry_confirmed(tonight, past)
     stage = 'none'
     if args.confirm_perflogs:
-        if not args.perflogs or not args.system:
-            raise UsageError('--confirm-perflogs needs --perflogs DIR and --system NAME')
+        if not (args.perflogs or args.store or args.db) or not args.system:
+            raise UsageError('--confirm-perflogs needs the history (--store DIR, --perflogs DIR '
+                             'or --db FILE) and --system NAME')
         if not os.path.isdir(args.confirm_perflogs):
             raise UsageError(f"no such directory: --confirm-perflogs '{args.confirm_perflogs}'")
         # the nights the re-run is judged against (the detector's horizon), as run records:
