@@ -86,7 +86,10 @@ WHERE list_bool_and(list_transform(range(nfixed + 1, len(f) + 1, 5), i -> perf_h
    IS NOT false
 """
 
-# Data lines -> text runs; ``bad`` names why a line is skipped (NULL: used).
+# Data lines -> text runs; ``bad`` names why a line is skipped (NULL: used). Each line falls under
+# the last header before it in its file: {header_of} is a CASE over the (few) header line numbers,
+# so the lines stream through a hash join instead of being sorted (an ASOF join sorted them all:
+# out of memory at 10^6 lines under the engine's 1 GB limit).
 LINES_SQL = r"""
 SELECT c.file, c.lineno, c.f,
        coalesce(h.fixed, {contract}) AS fixed,
@@ -94,10 +97,10 @@ SELECT c.file, c.lineno, c.f,
             THEN list_transform(range(0, greatest(len(c.f) - {ncontract}, 0) // 5), k -> 'perf' || k)
             ELSE h.perfvars END AS hvars,
        h.fixed IS NULL AS headless
-FROM (SELECT file, lineno, string_split(rtrim(rtrim(line, chr(13)), '|'), '|') AS f
-      FROM {chunk} WHERE NOT regexp_matches(line, '^\s*$')) c
-ANTI JOIN {headers} x ON c.file = x.file AND c.lineno = x.lineno
-ASOF LEFT JOIN {headers} h ON c.file = h.file AND c.lineno > h.lineno
+FROM (SELECT file, lineno, string_split(rtrim(rtrim(line, chr(13)), '|'), '|') AS f,
+             {header_of} AS header_line
+      FROM {chunk} WHERE NOT regexp_matches(line, '^\s*$') AND lineno NOT IN {header_lines}) c
+LEFT JOIN {headers} h ON c.file = h.file AND c.header_line = h.lineno
 """
 
 TEXT_RUNS_SQL = r"""
@@ -169,7 +172,8 @@ def load_text_runs(roots, diag, nights=None):
                 f'perfvars VARCHAR[])')
     contract = '[' + ', '.join(engine.quote(f) for f in CONTRACT_FIELDS) + ']'
     lines_sql = LINES_SQL.format(chunk=chunk, headers=headers, contract=contract,
-                                 ncontract=len(CONTRACT_FIELDS))
+                                 ncontract=len(CONTRACT_FIELDS), header_of='NULL::BIGINT',
+                                 header_lines='(-1)')
     select = TEXT_RUNS_SQL.format(lines=lines_sql)
     con.execute(f'CREATE TEMP TABLE {chunk} (file INTEGER, lineno BIGINT, line VARCHAR)')
     con.execute(f'CREATE TEMP TABLE {name} AS {select}')
@@ -198,8 +202,14 @@ def load_text_runs(roots, diag, nights=None):
             lines = f'(SELECT * FROM ({_lines_sql(path, code)}){where})'
             # headers first (a pass that keeps nothing else), then every line streamed once
             con.execute(f'INSERT INTO {headers} ' + HEADERS_SQL.format(chunk=lines))
+            marks = [n for (n,) in con.execute(f'SELECT lineno FROM {headers} WHERE file = {code} '
+                                               f'ORDER BY lineno DESC').fetchall()]
+            header_of = ('CASE ' + ' '.join(f'WHEN lineno > {n} THEN {n}' for n in marks) + ' END'
+                         if marks else 'NULL::BIGINT')
             con.execute(f'INSERT INTO {name} ' + TEXT_RUNS_SQL.format(lines=LINES_SQL.format(
-                chunk=lines, headers=headers, contract=contract, ncontract=len(CONTRACT_FIELDS))))
+                chunk=lines, headers=headers, contract=contract, ncontract=len(CONTRACT_FIELDS),
+                header_of=header_of,
+                header_lines='(' + ', '.join(map(str, marks or [-1])) + ')')))
     con.execute(f'DROP TABLE {headers}; DROP TABLE {chunk}')
     return name, paths
 
