@@ -50,8 +50,10 @@ def connect():
 
 
 def _temp_dir():
+    """This process's own spill directory (DuckDB names its spill files alike in every process:
+    two processes sharing one directory read each other's; DuckDB removes it at exit)."""
     import tempfile
-    return os.path.join(tempfile.gettempdir(), f'ioregress-duckdb-{os.getuid()}')
+    return os.path.join(tempfile.gettempdir(), f'ioregress-duckdb-{os.getuid()}-{os.getpid()}')
 
 
 def _sql_str(text):
