@@ -206,13 +206,21 @@ def selected_rows(args, last_nights=None):
         systems = [s for (s,) in con.execute(f'SELECT DISTINCT system FROM {every}').fetchall()]
         raise _empty_selection(args, systems)
     if last_nights:
-        con.execute(f'''CREATE TEMP TABLE {chosen} AS
-            WITH n AS (SELECT DISTINCT system, night FROM {every} WHERE phase IS NOT NULL AND {cond}),
-            cut AS (SELECT system, min(night) AS cut FROM (
-                      SELECT system, night, row_number() OVER (PARTITION BY system ORDER BY night DESC)
-                        AS k FROM n) WHERE k <= {int(last_nights)} GROUP BY system)
-            SELECT o.* FROM {every} o LEFT JOIN cut USING (system)
-            WHERE {cond} AND (cut.cut IS NULL OR o.night >= cut.cut)''')
+        # each system's first night kept (none: a system without a measured night), then the rows
+        # by literal bounds: they reach the Parquet reader, which skips the row groups of older
+        # nights (a join with the bounds would read every row)
+        cuts = con.execute(f'''
+            SELECT system, min(night) FILTER (WHERE measured AND k <= {int(last_nights)})::VARCHAR
+            FROM (SELECT *, row_number() OVER (PARTITION BY system, measured ORDER BY night DESC) AS k
+                  FROM (SELECT system, night, bool_or(phase IS NOT NULL) AS measured
+                        FROM {every} WHERE {cond} GROUP BY ALL))
+            GROUP BY system''').fetchall()
+        recent = ' OR '.join(f'system = {engine.quote(sys_)}' + (
+            f' AND night >= DATE {engine.quote(cut)}' if cut else '') for sys_, cut in cuts)
+        if all(cut for _, cut in cuts):     # one bound for all: the reader's simplest filter
+            recent = f'({recent}) AND night >= DATE {engine.quote(min(c for _, c in cuts))}'
+        con.execute(f'CREATE TEMP TABLE {chosen} AS SELECT * FROM {every} WHERE {cond} '
+                    f'AND ({recent})')
     else:
         con.execute(f'CREATE TEMP TABLE {chosen} AS SELECT * FROM {every} WHERE {cond}')
     _report(diag)               # after the usage errors: those stay one line
