@@ -7,9 +7,9 @@ Goals (issue 47), on the 2-core machine, 10^6 perflog lines: `import` <= 20 s; c
 
 Every step runs as its own `python -m postprocess` process (as ci/nightly.sh runs them), timed by
 wall clock and CPU, with its peak resident memory (wait4). The old code is this repository at
---old (default: the last commit before the store), unpacked with `git archive` into the work
-directory and run with PYTHONPATH pointing at it (the perflogs and its ingest cache, as it had
-them).
+--old (default: main with the verdict of issue 44, before the store: the same detector), unpacked
+with `git archive` into the work directory and run with PYTHONPATH pointing at it (the perflogs
+and its ingest cache, as it had them).
 
 The perflog is SYNTHETIC (contract layout of configs/settings.py): 200 keys (4 backend/modes x 5 rank
 counts x 2 sizes x 5 stripes) x N nights, 5 repetitions per phase, plus a fio baseline line per
@@ -74,13 +74,7 @@ def _line(when, name, params, secs):
             f'read_bw={med[1]}|MiB/s|0|None|None')
 
 
-OLD_REF = 'ec15fda'          # the last commit before the results store
-# verdict --confirm-perflogs: the history the re-run is judged against, as run records
-CONFIRM = ('import sys; from postprocess.cli import build_parser; from postprocess.history import '
-           'inputs; from postprocess.detect.options import DEFAULTS; '
-           'a = build_parser().parse_args(["detect"] + sys.argv[1:]); '
-           'runs = list(inputs.load_history(a, last_nights=DEFAULTS["horizon"]).runs); '
-           'print(len(runs), "run records")')
+OLD_REF = '997a64a'          # main with the verdict (issue 44), before the results store
 
 
 def timed(label, args, pythonpath=None):
@@ -173,13 +167,12 @@ def main():
         det = timed('store: detect', pp + ['detect'] + new_hist + ['--json', out('det-new.json')])
         rep = timed('store: report (reusing detect --json)', pp + ['report'] + new_hist + [
             '-o', out('report-new'), '--findings', out('det-new.json')])
-        conf = timed('store: verdict history for a confirmation re-run', ['-c', CONFIRM] + new_hist)
         old_det = timed(f'old {args.old}: detect', pp + ['detect'] + old_hist +
                         ['--json', out('det-old.json')], old)
         old_rep = timed(f'old {args.old}: report (reusing detect --json)', pp + ['report'] +
                         old_hist + ['-o', out('report-old'), '--findings', out('det-old.json')], old)
         warm, old_warm = det[0] + rep[0], old_det[0] + old_rep[0]
-        peak = max(r[1] for r in (imp, cold, det, rep, conf))
+        peak = max(r[1] for r in (imp, cold, det, rep))
         print(f'old code: cold report {old_cold[0]:.1f} s, warm detect + report {old_warm:.1f} s, '
               f'peak {max(r[1] for r in (old_cold, old_det, old_rep)) / GIB:.2f} GiB')
         ok = all([verdict('import', imp[0], 20), verdict('cold full report', cold[0], 20),

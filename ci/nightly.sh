@@ -266,9 +266,10 @@ if ((detect_status > 1)); then
     say "postprocess detect failed (status $detect_status)"
 elif [[ -e "$run/post/detect.json" ]]; then
     # Tonight's verdict (postprocess/detect/verdict.py) -> $run/post/verdict.json: the findings about
-    # the checks this run ran. Flags are re-run right away, as tonight ran them, into the run
-    # directory (never the history: no fake night); a flag that does not reproduce is `unconfirmed`
-    # (shown, exit 0). Killed meanwhile: verdict.json says "confirmation": "pending".
+    # the checks this run ran. The checks behind tonight's far nights are re-run right away, as
+    # tonight ran them, into the run directory (never the history: no fake night; later nights
+    # read it as that night's data): a far night its re-run reproduces, fio steady, is a step.
+    # Killed meanwhile: verdict.json says "confirmation": "pending".
     confirm_repeat="${IOREGRESS_CONFIRM_REPEAT:-10}"      # 0: no confirmation re-run
     [[ "$confirm_repeat" =~ ^[0-9]+$ ]] || { say "bad IOREGRESS_CONFIRM_REPEAT '$confirm_repeat', using 10"; confirm_repeat=10; }
     verdict() { (cd "$REPO" && "$PYTHON" -m postprocess verdict --detect "$run/post/detect.json" \
@@ -276,9 +277,9 @@ elif [[ -e "$run/post/detect.json" ]]; then
     rerun_list=()
     ((confirm_repeat > 0)) && rerun_list=(--rerun-list "$run/post/rerun.txt" --rerun-runs "$run/post/rerun.runs"
                                           --confirm-repeat "$confirm_repeat")
-    verdict "${rerun_list[@]}" --runs "$results/runs"      # a change confirmed before: not re-run
+    verdict "${rerun_list[@]}" --runs "$results/runs"
     verdict_status=$?
-    if ((verdict_status == 3 && confirm_repeat > 0)) && [[ -s "$run/post/rerun.txt" ]]; then
+    if ((verdict_status != 2 && confirm_repeat > 0)) && [[ -s "$run/post/rerun.txt" ]]; then
         stage=confirmation
         selectors=()
         while read -r sel; do [[ -n "$sel" ]] && selectors+=(-n "$sel"); done < "$run/post/rerun.txt"
@@ -294,7 +295,7 @@ elif [[ -e "$run/post/detect.json" ]]; then
                 --perflogdir "$run/confirm/perflogs" --report-file "$run/confirm/report.json" --nocolor \
                 "${extra[@]}") > "$run/confirm/reframe.out" 2>&1
         }
-        run_child confirm_suite || say "confirmation re-run: reframe status $? (flags it did not re-run stay)"
+        run_child confirm_suite || say "confirmation re-run: reframe status $? (nights it did not re-run stay as they were)"
         stage=postprocess
         verdict --confirm-perflogs "$run/confirm/perflogs" --store "$results/store" \
             --system "$system" --runs "$results/runs"

@@ -25,7 +25,7 @@ PIP_PACKAGES+=(scipy==1.17.1)
 PIP_PACKAGES+=(duckdb==1.5.6 duckdb-cli==1.5.6)
 # Darshan insights (postprocess/darshan/insights.py): Drishti's analysis of every log.
 PIP_PACKAGES+=(drishti-io==0.8)
-# Change points (postprocess/detect/changepoint.py): Apache Otava's E-divisive. Installed without
+# Apache Otava's E-divisive: the change-point verdict bench/production_replay.py sets beside ours. Installed without
 # its dependencies: it pins numpy 2.2 / scipy 1.16 for its service parts (BigQuery, Grafana,
 # Slack...), while otava.analysis needs only numpy and scipy.stats, which the lines above pin.
 PIP_NODEPS=(apache-otava==0.8.0)

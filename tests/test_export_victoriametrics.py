@@ -110,7 +110,7 @@ def test_values_and_findings_reach_victoriametrics(tmp_path):
                     dict(status='regression', scope='system', system='local', partition='default',
                          environ='*', check='*', params='', phase='read', change=-0.3,
                          since='2026-01-05', night='2026-01-05', confirmation='confirmed'),
-                    dict(status='unconfirmed', scope='series', system='local', partition='default',
+                    dict(status='noisy', scope='series', system='local', partition='default',
                          environ='mpi-gnu', check=bench['check'], params=bench['params'],
                          phase='read', change=-0.2, since=None, night='2026-01-05',
                          confirmation='not reproduced')]

@@ -80,7 +80,7 @@ def test_bench_modules_import_from_the_checkout():
                            'for n in sys.argv[1:]: importlib.import_module(n)', *names],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = subprocess.run([sys.executable, '-m', 'bench.factor_power', '--help'], cwd=REPO,
+    proc = subprocess.run([sys.executable, '-m', 'bench.production_replay', '--help'], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and 'usage:' in proc.stdout, proc.stderr
 

@@ -59,8 +59,10 @@ BAD = [     # (arguments, words the one line must hold, exit status); {t} = the 
     (['ingest', '--perflogs', SYNTH, '--format', 'xml'], "invalid choice: 'xml'", 2),
     (['detect', '--perflogs', SYNTH, '--from', '2026-13-01'], "'2026-13-01'", 2),
     (['detect', '--perflogs', SYNTH, '--from', '2026-11-05', '--to', '2026-11-01'], 'is after', 2),
-    (['detect', '--perflogs', SYNTH, '--window', '0'], "'0'", 2),
-    (['detect', '--perflogs', SYNTH, '--window', 'x'], "invalid int value: 'x'", 2),
+    (['detect', '--perflogs', SYNTH, '--set', 'window=0'], "window must be positive: '0'", 2),
+    (['detect', '--perflogs', SYNTH, '--set', 'window=x'], "bad value for window: 'x'", 2),
+    (['detect', '--perflogs', SYNTH, '--set', 'pool_nights=3'], "unknown setting 'pool_nights=3'",
+     2),
     (['detect', '--perflogs', SYNTH, '--value', 'speed'], "invalid choice: 'speed'", 2),
     (['calibrate', '--perflogs', SYNTH], 'the following arguments are required: --system', 2),
     (['report', '--perflogs', SYNTH], 'the following arguments are required: -o/--output', 2),
@@ -155,8 +157,8 @@ def test_detect_exit_status_and_json(tmp_path):
 
 def test_detect_one_run(tmp_path):
     proc = pp('detect', '--perflogs', REAL)
-    # 14 series + the partition's common factor for write and read (scope system)
-    assert proc.returncode == 0 and proc.stdout.count('INSUFFICIENT HISTORY') == 16
+    # 14 series; no group level yet (its members have no usual level of their own)
+    assert proc.returncode == 0 and proc.stdout.count('INSUFFICIENT HISTORY') == 14
 
 
 def test_calibrate_cli_writes_stamped_file_atomically(tmp_path):

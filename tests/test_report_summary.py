@@ -2,7 +2,7 @@
 
 Inputs are real where cheap: a real quick run of four BenchIO checks through ci/quick.sh (one made
 to fail by an unreachable reference, three skipped when SIONlib is not built), and real detect
-findings of the synthetic perflog history; the issue-11 fields (`scope`, `since`, `unconfirmed`)
+findings of the synthetic perflog history; the issue-11 fields (`scope`, `since`, a `noisy` night)
 are added to those findings the way that issue describes them.
 """
 import json
@@ -25,15 +25,15 @@ def test_summary_lists_regression_failure_and_issue11_fields(tmp_path):
     failed = next(c for c in checks if 'posix:fpp' in c and '%ranks=4' in c)
     skipped = next(c for c in checks if 'hdf5' in c)
     report = cases_for(findings, fail=failed, skip=[skipped])
-    # issue 11 fields: a confirmed regression with its first night, a system-wide change, a flag
-    # waiting for its re-run
+    # issue 11 fields: a confirmed regression with its first night, a system-wide change, a noisy
+    # night (shown, not red)
     latest = max(f['night'] for f in findings)
     for f in findings:
         if f['status'] == 'regression':
             f['since'] = '2026-11-10'
     other = next(f for f in findings if f['night'] == latest and f['status'] == 'ok'
                  and f.get('scope', 'series') == 'series' and f['check'] not in (failed, skipped))
-    other['status'] = 'unconfirmed'
+    other['status'] = 'noisy'
     findings.append({'system': 'synthetic', 'partition': 'p1', 'environ': '*', 'check': '*',
                      'params': '', 'phase': 'read', 'night': latest, 'status': 'regression',
                      'scope': 'system', 'since': latest, 'change': -0.22, 'median': None,
@@ -45,9 +45,9 @@ def test_summary_lists_regression_failure_and_issue11_fields(tmp_path):
     n = len({f['check'] for f in findings if f.get('scope', 'series') == 'series'})
     assert lines[0] == f'ioregress: {n} checks: {n - 2} passed, 1 failed, 1 skipped'
     kinds = [line.split()[0] for line in lines if line.startswith('  ') and line[2] != ' ']
-    # ordered: what moved many series at once, regressions, failures; then (not red) unconfirmed
-    assert kinds == ['SYSTEM-WIDE'] + ['REGRESSION'] * len(regressions) + ['FAILED', 'UNCONFIRMED']
-    assert lines.index(next(ln for ln in lines if ln.startswith('  UNCONFIRMED'))) - 1 == \
+    # ordered: what moved many series at once, regressions, failures; then (not red) noisy
+    assert kinds == ['SYSTEM-WIDE'] + ['REGRESSION'] * len(regressions) + ['FAILED', 'NOISY']
+    assert lines.index(next(ln for ln in lines if ln.startswith('  NOISY'))) - 1 == \
         lines.index(next(ln for ln in lines if ln.startswith('not red tonight')))
     reg = next(line for line in lines if line.startswith('  REGRESSION'))
     r = regressions[0]
@@ -55,7 +55,7 @@ def test_summary_lists_regression_failure_and_issue11_fields(tmp_path):
     assert 'mpiio/collective ranks=4 size=64' in reg
     failed_line = next(ln for ln in lines if ln.startswith('  FAILED'))
     assert 'verification failed at element 17' in failed_line
-    assert 'all checks and fio: the filesystem or the partition read -22.0%' in proc.stdout
+    assert 'all iobench checks and fio: the filesystem or the partition read -22.0%' in proc.stdout
     assert lines[-1] == f'no report page ({run}/post/report/index.html not written)'
 
 
@@ -153,7 +153,7 @@ def test_summary_prefers_the_nightly_verdict_document(tmp_path):
               '--json', run / 'post' / 'verdict.json')
     assert proc.returncode in (0, 3), proc.stderr
     doc = json.loads((run / 'post' / 'verdict.json').read_text())
-    shown = [f for f in doc['findings'] if f['status'] in ('regression', 'unconfirmed')]
+    shown = [f for f in doc['findings'] if f['status'] in ('regression', 'degraded', 'noisy')]
     proc = pp('summary', '--run', run)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()

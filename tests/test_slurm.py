@@ -243,7 +243,7 @@ def test_nightly_fails_on_detected_regression(tmp_path):
     """Tonight's real run against a (synthetic) 20x faster history: nightly.sh exits 3 naming it.
 
     20x, not 20 %: this shared VM swings 2x between repetitions, and the point here is the plumbing
-    (detect -> verdict -> exit status); bench/detection.py measures the detector's sensitivity."""
+    (detect -> verdict -> exit status)."""
     results = tmp_path / 'results'
     cmd = ['bash', str(NIGHTLY), '--system', 'local', '--results', str(results),
            '--name', r'BenchIO.*size=64.*ranks=2.*posix:fpp']

@@ -17,7 +17,7 @@ from postprocess.common.findings import MANY, group_keys
 from postprocess.history.sessions import assign_sessions
 from postprocess.why import provenance
 
-FLAGGED = ('regression', 'improvement', 'unconfirmed')
+FLAGGED = ('regression', 'improvement', 'degraded')
 SYSTEM = '*'
 
 

@@ -20,6 +20,8 @@ def text(state):
         parts.append(f'Lustre {state["lfs_used"]} % full')
     if 'other_jobs' in state:
         parts.append(f'{state["other_jobs"]} other jobs')
+    for name, value in (state.get('fs') or {}).items():
+        parts.append(f'{name} {value:g}')          # the file system's own telemetry
     return ' · '.join(parts)
 
 

@@ -43,6 +43,9 @@ FAULTS = {
     # service. (It was +0.7 ms per call, ~50x an empty-file create here: no realistic size.) A
     # create pays in kind, with dummy creates in its directory (tests/support/iofault.c pay_in_kind).
     'meta': {'IOFAULT_PHASE': 'meta', 'IOFAULT_FACTOR': '0.25', 'IOFAULT_MATCH': 'iobench_'},
+    # every write and sync twice its time, paid in kind: half the write bandwidth, a fall no
+    # night of this machine makes by itself (tests/test_verdicts_e2e.py)
+    'write-half': {'IOFAULT_PHASE': 'write', 'IOFAULT_FACTOR': '1.0'},
 }
 
 
@@ -63,7 +66,7 @@ def perflog_sizes(results):
     return {p: p.stat().st_size for p in perflogs.rglob('*.log')} if perflogs.exists() else {}
 
 
-def redate_perflogs(perflogs, sizes, night):
+def redate_perflogs(perflogs, sizes, night, shift=None):
     """Move the lines of a perflog directory appended since ``sizes`` (path -> bytes) to
     ``night`` (YYYY-MM-DD), in place (same length): the run's first line to 20:00 UTC of that
     night, every other line at its offset from it (returned: that shift in seconds, None without
@@ -71,7 +74,8 @@ def redate_perflogs(perflogs, sizes, night):
     run's, whatever its date, and it stays one session (runs under history.sessions.SESSION_GAP
     apart): a run that crossed midnight kept its clock times as two nights (run 27.1: a night
     begun at 23:58 kept 24 of its 26 lines at the real date; moved to its night's date, the two
-    after midnight joined the night before, two minutes from its last line)."""
+    after midnight joined the night before, two minutes from its last line). ``shift`` (seconds):
+    move every line by it instead (a run's confirmation re-run, by its run's shift)."""
     appended = []
     for path in Path(perflogs).rglob('*.log'):
         with open(path, 'rb') as fp:
@@ -85,13 +89,14 @@ def redate_perflogs(perflogs, sizes, night):
         return None
     opens = datetime.datetime.combine(datetime.date.fromisoformat(night), NIGHT_OPENS,
                                       tzinfo=datetime.timezone.utc)
+    delta = opens - first if shift is None else datetime.timedelta(seconds=shift)
     for path, lines, stamps in appended:
-        lines = [(opens + (s - first)).strftime('%Y-%m-%dT%H:%M:%S+0000').encode() + ln[24:]
+        lines = [(s + delta).strftime('%Y-%m-%dT%H:%M:%S+0000').encode() + ln[24:]
                  if s else ln for ln, s in zip(lines, stamps)]
         with open(path, 'r+b') as fp:
             fp.seek(sizes.get(path, 0))
             fp.write(b'\n'.join(lines))
-    return (opens - first).total_seconds()
+    return delta.total_seconds()
 
 
 def today():
@@ -123,22 +128,28 @@ def redate_store(results, run_name, shift):
 
 
 def redate(results, sizes, night, dates):
-    """A run's perflog lines (appended since ``sizes``), its file of the results store and its
-    verdict moved to ``night``; ``dates``: the real dates the run spanned (its verdict's nights
-    and `since` on them move). Returned: redate_perflogs' shift."""
+    """A run's perflog lines (appended since ``sizes``), its file of the results store, its
+    confirmation re-run and its findings moved to ``night``; ``dates``: the real dates the run
+    spanned (its findings' nights and `since` on them move). Returned: redate_perflogs' shift."""
     shift = redate_perflogs(Path(results) / 'perflogs', sizes, night)
     latest = Path(results) / 'latest'
     if shift is not None and latest.exists():
         redate_store(results, latest.resolve().name, shift)
-    # the run's verdict names its night too (detect --runs reads earlier unconfirmed flags)
-    verdict = Path(results) / 'latest' / 'post' / 'verdict.json'
-    if verdict.exists():
-        doc = json.loads(verdict.read_text())
-        for f in doc.get('findings', []):
+    confirm = latest / 'confirm' / 'perflogs'
+    if shift is not None and confirm.exists():
+        # the confirmation re-run is data of this night (detect --runs): moved with the run
+        redate_perflogs(confirm, {}, night, shift)
+    # the run's findings name its night too (kept as the nightly said them)
+    for name in ('verdict.json', 'detect.json'):
+        path = latest / 'post' / name
+        if not path.exists():
+            continue
+        doc = json.loads(path.read_text())
+        for f in doc.get('findings', []) if isinstance(doc, dict) else doc:
             for k in ('night', 'since'):
                 if str(f.get(k, ''))[:10] in dates:
                     f[k] = night + str(f[k])[10:]
-        verdict.write_text(json.dumps(doc, indent=1))
+        path.write_text(json.dumps(doc, indent=1))
     return shift
 
 
@@ -187,7 +198,9 @@ def run_night(results, i, names=(), fault=None, lib=None, env=None, timeout=3600
     proc = nightly(results, names, run_env, timeout)
     seconds = time.monotonic() - t0
     redate(results, sizes, night_of(i), {started, today()})     # the verdict's nights too
-    verdict_path = Path(results) / 'latest' / 'post' / 'verdict.json'
-    verdict = json.loads(verdict_path.read_text()) if verdict_path.exists() else None
-    return {'night': night_of(i), 'exit': proc.returncode, 'verdict': verdict, 'fault': fault,
-            'seconds': round(seconds, 1), 'out': proc.stdout[-6000:] + proc.stderr[-2000:]}
+    post = Path(results) / 'latest' / 'post'
+    verdict, detect = (json.loads((post / name).read_text()) if (post / name).exists() else None
+                       for name in ('verdict.json', 'detect.json'))
+    return {'night': night_of(i), 'exit': proc.returncode, 'verdict': verdict, 'detect': detect,
+            'fault': fault, 'seconds': round(seconds, 1),
+            'out': proc.stdout[-6000:] + proc.stderr[-2000:]}

@@ -85,3 +85,39 @@ def runs(nights, checks=18, reps=3, cv=0.08, night_cv=0.03, seed=2, factor=None,
 
 def red(findings, night):
     return [f for f in findings if f['status'] == 'regression' and f['night'] == night]
+
+
+# ---- simulated run records as perflog lines (the CLI tests) ---------------------------------------
+
+HEADER = ('job_completion_time|reframe version|name|system|partition|environ|iob_params|jobid|'
+          'result|iob_reps|iob_provenance|write_bw_var=write_bw_value|write_bw_unit|write_bw_ref|'
+          'write_bw_lower_thres|write_bw_upper_thres|read_bw_var=read_bw_value|read_bw_unit|'
+          'read_bw_ref|read_bw_lower_thres|read_bw_upper_thres')
+
+
+def perflog_line(r):
+    """One perflog line (docs/CONTRACT.md section 3) of a run record made by ``record``."""
+    reps = ';'.join(f'{p}=' + ','.join(f'{int(b)}:{float(s)!r}' for b, s in rs)
+                    for p, rs in r['reps'].items())
+    perf = []
+    for phase in ('write', 'read'):
+        rs = r['reps'].get(phase)
+        value = float(np.median([b / s / MiB for b, s in rs])) if rs else None
+        perf += [f'{phase}_bw={value!r}' if value else f'{phase}_bw=None', 'MiB/s', '0', 'None',
+                 'None']
+    return '|'.join([r['time'].strftime('%Y-%m-%dT%H:%M:%S+0000'), 'reframe 4.10.4', r['check'],
+                     r['system'], r['partition'], r['environ'], r['params'], r['jobid'], 'pass',
+                     reps, '{}'] + perf)
+
+
+def write_perflogs(directory, records):
+    """Records as ReFrame perflogs under DIRECTORY/<system>/<partition>/<check class>.log."""
+    from pathlib import Path
+    files = {}
+    for r in sorted(records, key=lambda r: r['time']):
+        path = Path(directory) / r['system'] / r['partition'] / f"{r['check'].split()[0]}.log"
+        files.setdefault(path, [HEADER]).append(perflog_line(r))
+    for path, lines in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('\n'.join(lines) + '\n')
+    return Path(directory)
