@@ -8,8 +8,8 @@ Goals (issue 47), on the 2-core machine, 10^6 perflog lines: `import` <= 20 s; c
 Every step runs as its own `python -m postprocess` process (as ci/nightly.sh runs them), timed by
 wall clock and CPU, with its peak resident memory (wait4). The old code is this repository at
 --old (default: main with the verdict of issue 44, before the store: the same detector), unpacked
-with `git archive` into the work directory and run with PYTHONPATH pointing at it (the perflogs
-and its ingest cache, as it had them).
+with `git archive` into the work directory and run from there (`python -m` imports from its
+working directory first), with the perflogs and its ingest cache, as it had them.
 
 The perflog is SYNTHETIC (contract layout of configs/settings.py): 200 keys (4 backend/modes x 5 rank
 counts x 2 sizes x 5 stripes) x N nights, 5 repetitions per phase, plus a fio baseline line per
@@ -77,9 +77,9 @@ def _line(when, name, params, secs):
 OLD_REF = '997a64a'          # main with the verdict (issue 44), before the results store
 
 
-def timed(label, args, pythonpath=None):
-    """Run ``python -m postprocess ...`` (or a probe) under /usr/bin/time-like wait4; with
-    ``pythonpath``, the old code there."""
+def timed(label, args, old_dir=None):
+    """Run ``python -m postprocess ...`` under wait4 (wall, CPU, peak memory); with
+    ``old_dir``, the old code unpacked there."""
     argv = [sys.executable] + args
     t0 = time.perf_counter()
     pid = os.fork()
@@ -91,9 +91,8 @@ def timed(label, args, pythonpath=None):
         env = dict(os.environ)
         for var in ('IOREGRESS_STORE', 'IOREGRESS_THIS_RUN', 'IOREGRESS_CACHE'):
             env.pop(var, None)
-        if pythonpath:
-            env['PYTHONPATH'] = pythonpath
-            os.chdir(pythonpath)
+        if old_dir:         # `python -m` imports from its working directory first
+            os.chdir(old_dir)
         os.execve(sys.executable, argv, env)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
