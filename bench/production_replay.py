@@ -33,7 +33,7 @@ DATA = os.path.join(os.path.dirname(__file__), '..', '..', 'shared', 'data', 'to
 def load(perflogs):
     from postprocess.history import inputs
     args = types.SimpleNamespace(perflogs=[perflogs], db=None, system=None, date_from=None,
-                                 date_to=None, cache=None, this_run=None)
+                                 date_to=None, store=None, this_run=None)
     history = inputs.load_history(args)
     inputs.flush_warnings()
     return history

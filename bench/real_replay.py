@@ -86,6 +86,8 @@ def branch(src, dst, perflogs=True, runs=None):
     confirmation re-runs (data of their nights, detect --runs); ``runs``: only the first N."""
     if perflogs:
         shutil.copytree(src / 'perflogs', dst / 'perflogs')
+        if (src / 'store').exists():        # the history the nightly reads (its perflogs' nights)
+            shutil.copytree(src / 'store', dst / 'store')
     for run in sorted(p for p in (src / 'runs').iterdir() if p.is_dir())[:runs]:
         target = dst / 'runs' / run.name
         if target.exists():

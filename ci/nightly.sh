@@ -8,7 +8,9 @@
 #   --system   ReFrame system from configs/systems/ (default: picked by hostname; env IOREGRESS_SYSTEM),
 #              e.g. local-slurm for the one-node Slurm of ci/slurm/start.sh
 #   --results  results tree (default: <repo>/results; env IOREGRESS_RESULTS_ROOT). Layout:
-#                perflogs/<system>/<partition>/<check>.log   history, appended by every run, never rewritten
+#                store/system=<s>/year=<y>/<run>.parquet      history: every completed night's repetitions
+#                                                             (docs/CONTRACT.md section 6), written at its end
+#                perflogs/<system>/<partition>/<check>.log   ReFrame's perflogs, appended by every run, never rewritten
 #                runs/<UTC stamp>-<system>-<tag>/             this run: report.json, junit.xml, reframe.out,
 #                                                             reframe.log, output/, stage/ (failures only),
 #                                                             post/ (detection, plots, HTML, Darshan index)
@@ -91,9 +93,9 @@ else
 fi
 
 # ---- run directory lifecycle (docs/operations.md) -----------------------------------------------------
-# INCOMPLETE from the start; COMPLETE (with the exit status) only at the very end. perflogs.start and,
-# when stopped by a signal, perflogs.end record each history perflog's size, so postprocess can leave
-# out the lines of a run that never completed (postprocess/history/nightly_runs.py).
+# INCOMPLETE from the start; COMPLETE (with the exit status) only at the very end, right after the run's
+# file of the results store is written (`postprocess store-run`): a night that did not complete never
+# enters the history.
 env_error() { echo "nightly.sh: error: $*" >&2; exit 1; }
 reason() { local m; m="$(LC_ALL=C "$@" 2>&1 >/dev/null)" && return 0; echo "${m##*: }"; return 1; }
 # write_probe DIR: why a small file cannot be written there (empty if it can).
@@ -113,11 +115,6 @@ run="$results/runs/$name"
 stage=start
 killed=""
 child=""
-snapshot() {    # snapshot start|end: size of every history perflog, by file identity (dev:inode)
-    find "$results/perflogs" -type f \( -name '*.log' -o -name '*.log.h[0-9]*' \) \
-        -printf '%D:%i\t%s\t%P\n' > "$run/.perflogs.$1.tmp" 2>/dev/null \
-        && mv -f "$run/.perflogs.$1.tmp" "$run/perflogs.$1"
-}
 mark() {        # mark FILE TEXT: write a marker atomically
     printf '%s\n' "$2" > "$run/.$1.tmp" 2>/dev/null && mv -f "$run/.$1.tmp" "$run/$1"
 }
@@ -130,19 +127,18 @@ while IFS= read -r -d '' f; do
     fi
 done < <(find "$results/perflogs" -type f \( -name '*.log' -o -name '*.log.h[0-9]*' \) -print0)
 mark INCOMPLETE "started $(date -u +%FT%TZ) pid $$; still running, killed or crashed until COMPLETE replaces this" \
-    && snapshot start && mkdir -p "$run/post" \
+    && mkdir -p "$run/post" \
     || env_error "cannot write run directory '$run': $(write_probe "$run")"
 for other in "$results"/runs/*/INCOMPLETE; do
     [[ -e "$other" && "$other" != "$run/INCOMPLETE" ]] || continue
-    say "note: run $(basename "$(dirname "$other")") did not complete ($(tail -n1 "$other")); its perflog lines are not counted"
+    say "note: run $(basename "$(dirname "$other")") did not complete ($(tail -n1 "$other")); it is not in the history"
 done
 ln -sfn "runs/$name" "$results/latest"
-export IOREGRESS_THIS_RUN="$run"                  # postprocess counts this run's lines though not COMPLETE
-export IOREGRESS_CACHE="${IOREGRESS_CACHE:-$results/cache/ingest}"   # incremental ingest cache
-# ReFrame's results DB of this results tree: stock `reframe --list-stored-sessions` reads it, and
-# postprocess reads history from it as well as from the perflogs (docs/nightly.md).
+export IOREGRESS_STORE="$results/store"           # the history (postprocess/history/store.py)
+export IOREGRESS_THIS_RUN="$run"                  # postprocess counts this run's report though not stored yet
+# ReFrame's results DB of this results tree: stock `reframe --list-stored-sessions` reads it
+# (docs/nightly.md); postprocess reads the results store.
 results_db="${IOREGRESS_RESULTS_DB:-$results/reframe.db}"
-db_args=()
 if [[ "$results_db" == off ]]; then
     export RFM_ENABLE_RESULTS_STORAGE=n
 else
@@ -155,19 +151,25 @@ run_child() { set -m; "$@" & child=$!; set +m; wait "$child"; local st=$?; child
 on_signal() {   # on_signal NAME NUMBER
     trap '' TERM INT
     killed="SIG$1"
-    say "stopped by SIG$1 during $stage: $run stays INCOMPLETE, its perflog lines will not count"
+    say "stopped by SIG$1 during $stage: $run stays INCOMPLETE and out of the history"
     if [[ -n "$child" ]]; then
         kill -TERM -- "-$child" 2>/dev/null
         for _ in $(seq 60); do kill -0 "$child" 2>/dev/null || break; sleep 0.5; done
         kill -KILL -- "-$child" 2>/dev/null
     fi
-    snapshot end
     mark INCOMPLETE "stopped by SIG$1 during $stage at $(date -u +%FT%TZ)"
     exit $((128 + $2))
 }
-on_exit() {     # the very end: COMPLETE with the exit status (not after a signal)
+on_exit() {     # the very end: the run into the results store, then COMPLETE (not after a signal)
     local st=$?
     [[ -n "$killed" ]] && return
+    if [[ -e "$run/report.json" ]] && ! (cd "$REPO" && "$PYTHON" -m postprocess store-run --run "$run" \
+                                        --store "$results/store"); then
+        echo "nightly.sh: FAILED: tonight's runs could not be written to the results store '$results/store'" >&2
+        st=1
+        mark INCOMPLETE "its runs could not be written to the results store at $(date -u +%FT%TZ)"
+        exit 1
+    fi
     if mark COMPLETE "exit status $st at $(date -u +%FT%TZ)"; then
         rm -f "$run/INCOMPLETE"
     else
@@ -195,6 +197,14 @@ for p in (json.JSONDecoder().raw_decode(text[i:])[0] if i >= 0 else []):
 "$PYTHON" "$REPO/reframe_checks/iobench_lib/scratch.py" --older-than-hours "$sweep_hours" "${sweep_roots[@]}" \
     || say "scratch sweep failed (status $?): continuing"
 
+# ---- history from before the results store: imported once (docs/operations.md) ---------------------
+if ! compgen -G "$results/store/system=*/year=*/*.parquet" >/dev/null \
+        && [[ -n "$(find "$results/perflogs" -type f -name '*.log*' -print -quit 2>/dev/null)" ]]; then
+    say "no results store yet: importing the history perflogs into $results/store"
+    (cd "$REPO" && "$PYTHON" -m postprocess import --perflogs "$results/perflogs" --store "$results/store") \
+        || say "import of the history perflogs failed (status $?): tonight is judged on what the store holds"
+fi
+
 # ---- 1. the suite ----------------------------------------------------------------------------------------
 say "running the $tag suite on $system -> $run"
 start=$SECONDS
@@ -216,7 +226,7 @@ say "reframe exit status $rf_status after $((SECONDS - start)) s"
 failed_steps=()     # what failed tonight, named to postprocess notify (--failed-step)
 ((rf_status)) && failed_steps+=(reframe)
 # ReFrame only logs a perflog it could not write (e.g. a full disk) and may still exit 0: fail the night.
-if ! snapshot after-reframe; then
+if ! mark reframe.status "$rf_status"; then
     say "FAILED: cannot write the run directory '$run': $(write_probe "$run")"
     ((rf_status)) || rf_status=1
     failed_steps+=(perflogs)
@@ -226,10 +236,9 @@ elif grep -q -m1 -e 'No space left on device' -e '--- Logging error ---' "$run/r
     failed_steps+=(perflogs)
 fi
 stage=postprocess
-# ReFrame only warns when it cannot store the session: say so (the perflogs still hold the night).
+# ReFrame only warns when it cannot store the session: say so (the results store still gets the night).
 grep -q -m1 'failed to store results in the database' "$run/reframe.out" \
     && say "warning: tonight's session is not in the results DB '$results_db' (see reframe.out)"
-[[ "$results_db" != off && -s "$results_db" ]] && db_args=(--db "$results_db")
 
 # ---- 2. postprocess (whatever this checkout has) -------------------------------------------------------
 # have CMD: the postprocess CLI offers CMD (its registry lists it and CMD --help works).
@@ -247,7 +256,7 @@ post() {
 regression=0
 post_failed=0
 post darshan-index "$run" -o "$run/post/darshan" -j 2 || { post_failed=1; failed_steps+=(darshan-index); }
-post detect --perflogs "$results/perflogs" "${db_args[@]}" --system "$system" --runs "$results/runs" \
+post detect --store "$results/store" --system "$system" --runs "$results/runs" \
     --json "$run/post/detect.json" \
     > "$run/post/detect.txt" 2>&1
 detect_status=$?
@@ -288,7 +297,7 @@ elif [[ -e "$run/post/detect.json" ]]; then
         }
         run_child confirm_suite || say "confirmation re-run: reframe status $? (nights it did not re-run stay as they were)"
         stage=postprocess
-        verdict --confirm-perflogs "$run/confirm/perflogs" --perflogs "$results/perflogs" "${db_args[@]}" \
+        verdict --confirm-perflogs "$run/confirm/perflogs" --store "$results/store" \
             --system "$system" --runs "$results/runs"
         verdict_status=$?
     fi
@@ -303,12 +312,12 @@ else    # status 1 is also an environment fault (e.g. a full disk): no findings 
 fi
 darshan_link=()
 [[ -e "$run/post/darshan/index.html" ]] && darshan_link=(--darshan-index "$run/post/darshan/index.html")
-post report --perflogs "$results/perflogs" "${db_args[@]}" --system "$system" -o "$run/post/report" "${darshan_link[@]}" \
+post report --store "$results/store" --system "$system" -o "$run/post/report" "${darshan_link[@]}" \
     || { post_failed=1; failed_steps+=(report); }
 
 # ---- 3. verdict ------------------------------------------------------------------------------------------
 echo
-say "results: $run (report.json, JUnit junit.xml, post/); perflogs: $results/perflogs"
+say "results: $run (report.json, JUnit junit.xml, post/); history: $results/store"
 # The verdict for a person: counts, each regression / system-wide change / failure, the page's file:// URL.
 (cd "$REPO" && "$PYTHON" -m postprocess summary --run "$run") \
     || say "could not summarise the run (see above); html: $run/post/report/index.html"

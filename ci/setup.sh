@@ -20,6 +20,9 @@ APT_PACKAGES+=(chromium-driver)
 PIP_PACKAGES+=(jinja2==3.1.6 bokeh==3.9.2 tqdm==4.70.1 selenium==4.40.0)   # selenium 4.52 needs an unreleased certifi
 # Nightly verdicts (postprocess/detect): rank tests, MAD, t tails, Benjamini-Hochberg.
 PIP_PACKAGES+=(scipy==1.17.1)
+# The results store (postprocess/history/store.py): DuckDB reads and writes its Parquet files; the
+# DuckDB CLI of the same version is what a site queries it with (docs/operations.md, its test).
+PIP_PACKAGES+=(duckdb==1.5.6 duckdb-cli==1.5.6)
 # Darshan insights (postprocess/darshan/insights.py): Drishti's analysis of every log.
 PIP_PACKAGES+=(drishti-io==0.8)
 # Apache Otava's E-divisive: the change-point verdict bench/production_replay.py sets beside ours. Installed without

@@ -41,7 +41,7 @@ def night(day):
 
 def env_for(fake, day, **extra):
     env = dict(os.environ, REFRAME=str(fake), FAKE_PERFLOG=str(REAL_LOG), FAKE_TIME=night(day))
-    env.pop('IOREGRESS_CACHE', None)
+    env.pop('IOREGRESS_STORE', None)
     env.pop('IOREGRESS_THIS_RUN', None)
     env.update({k: str(v) for k, v in extra.items()})
     return env
@@ -112,9 +112,9 @@ def assert_history_intact(before, results):
 
 
 def history_nights(results):
-    """Nights the postprocess counts (incomplete runs left out), via `ingest`."""
-    proc = subprocess.run([sys.executable, '-m', 'postprocess', 'ingest', '--perflogs',
-                           str(results / 'perflogs'), '--format', 'jsonl'], cwd=REPO,
+    """Nights the results store holds (incomplete runs never enter it), via `ingest`."""
+    proc = subprocess.run([sys.executable, '-m', 'postprocess', 'ingest', '--store',
+                           str(results / 'store'), '--format', 'jsonl'], cwd=REPO,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return sorted({json.loads(line)['night'] for line in proc.stdout.splitlines()})

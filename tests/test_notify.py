@@ -184,7 +184,7 @@ def test_nightly_names_its_failed_step(tmp_path):
                                     / 'BenchIO.log'),
                    FAKE_TIME='2026-11-04T03:00:00+00:00', FAKE_LEAVE_FILE='post/darshan',
                    IOREGRESS_NOTIFY=f'json://127.0.0.1:{port}/night')
-        for var in ('IOREGRESS_CACHE', 'IOREGRESS_THIS_RUN'):
+        for var in ('IOREGRESS_STORE', 'IOREGRESS_THIS_RUN'):
             env.pop(var, None)
         proc = subprocess.run(['bash', str(REPO / 'ci' / 'nightly.sh'), '--system', 'local',
                                '--results', str(tmp_path / 'results')], capture_output=True, text=True,

@@ -86,7 +86,7 @@ BAD = [     # (arguments, words the one line must hold, exit status); {t} = the 
      "reference value must be a number, got 'fast'", 2),
     (['calibrate', '--perflogs', SYNTH, '--system', 'synthetic', '--vars', ','], "--vars names no variable: ','", 2),
     (['detect', '--db', '{t}/garbage.db'], "not a readable ReFrame results database '{t}/garbage.db'", 2),
-    (['detect', '--db', '{t}/other.db'], "not a ReFrame results database (no 'sessions' table): '{t}/other.db'", 2),
+    (['detect', '--db', '{t}/other.db'], "not a ReFrame results database '{t}/other.db'", 2),
     (['detect', '--db', '{t}/empty'], "not a file: --db '{t}/empty'", 2),
     (['detect', '--db', '{t}/damaged.db'], "damaged ReFrame results database '{t}/damaged.db'", 1),
     (['detect', '--perflogs', SYNTH, '--this-run', '{t}/nosuchrun'], "no such run directory", 2),

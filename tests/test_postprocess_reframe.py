@@ -1,4 +1,5 @@
 """Real ReFrame runs feeding postprocess: the fio baseline check, and the results DB."""
+import json
 import os
 import subprocess
 import sys
@@ -8,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from postprocess.history.perflog import read_perflogs
-from postprocess.history.store import History, merge_runs, read_results_db
+from postprocess.history.reports import db_records
+from postprocess.history.store import History, merge_runs
 from tests.support.reframe_runs import TEST_CHECKS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,8 +62,9 @@ def test_results_db_ingest_matches_perflog(tmp_path):
     for _ in range(2):
         proc = reframe(config, TEST_CHECKS / 'tiny_db.py', tmp_path)
         assert proc.returncode == 0, proc.stdout[-3000:]
-    db_runs, diag = read_results_db(str(tmp_path / 'results.db'))
-    assert list(diag) == [] and len(db_runs) == 2
+    (tmp_path / '.db.lock').unlink()                 # ReFrame's, from storing the sessions
+    db_runs = db_records(str(tmp_path / 'results.db'))         # through ReFrame's storage API
+    assert len(db_runs) == 2 and not (tmp_path / '.db.lock').exists()   # nothing left beside it
     assert len({r['session'] for r in db_runs}) == 2          # the DB knows the sessions
     run = db_runs[0]
     assert run['reps'] == {'write': [(1048576.0, 0.01), (1048576.0, 0.02)],
@@ -79,3 +82,20 @@ def test_results_db_ingest_matches_perflog(tmp_path):
                               text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert len(proc.stdout.splitlines()) == 1 + 6
+    # the nightly's last step: its report into the results store, once, whatever asks again
+    store = tmp_path / 'store'
+    proc = subprocess.run([sys.executable, '-m', 'postprocess', 'store-run', '--run', str(tmp_path),
+                           '--store', str(store)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (path,) = store.glob('system=local/year=*/*.parquet')
+    assert path.name == f'{tmp_path.name}.parquet'
+    for extra in ([], ['--this-run', str(tmp_path)], ['--db', str(tmp_path / 'results.db')]):
+        proc = subprocess.run([sys.executable, '-m', 'postprocess', 'ingest', '--store', str(store),
+                               '--format', 'jsonl', *extra], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        rows = [json.loads(line) for line in proc.stdout.splitlines()]
+        # the store's run, and with the DB the other session too: each run counted once
+        assert len(rows) == (6 if '--db' in extra else 3), extra
+        assert len({r['session'] for r in rows}) == len(rows) // 3
+        assert all(len(r['session']) == 36 for r in rows)            # ReFrame's session UUID

@@ -228,7 +228,7 @@ def test_detect_json_has_the_contract_fields():
     (['--detect', '{t}/bad.json', '--report', '{t}/r.json', '--json', '{t}/v.json'],
      "cannot read detect JSON '{t}/bad.json'"),
     (['--detect', '{t}/d.json', '--report', '{t}/r.json', '--json', '{t}/v.json',
-      '--confirm-perflogs', '{t}'], '--confirm-perflogs needs --perflogs DIR and --system NAME'),
+      '--confirm-perflogs', '{t}'], '--confirm-perflogs needs the history (--store DIR, --perflogs DIR or --db FILE) and --system NAME'),
     (['--detect', '{t}/d.json', '--report', '{t}/r.json', '--json', '{t}/v.json',
       '--set', 'window=lots'], "bad value for window: 'lots'"),
 ])

@@ -43,7 +43,7 @@ def register(subparsers):
                    help='repetitions the confirmation re-run wants of each check (default 10)')
     v.add_argument('--confirm-perflogs', metavar='DIR',
                    help="the re-run's perflog directory: judge tonight again with it as data "
-                        '(needs --perflogs and --system)')
+                        '(needs the history and --system)')
     _runs_arg(v)
     _set_arg(v)
     inputs.add_history_args(v)
@@ -126,7 +126,7 @@ def run(args):
     # what changed since the last good night, per flagged finding (postprocess/why/)
     from postprocess.why import annotate, state
     annotate.add_why_from_args(shown, args, history)
-    state.add_state(shown, args)            # machine state per finding's night (history table)
+    state.add_state(shown, history)         # machine state per finding's night (history table)
     for f in shown:
         print(format_finding(f))
         if f.get('why'):
@@ -149,8 +149,9 @@ def run_verdict(args):
     tonight = verdict.scope_tonight(findings, report)
     stage = 'none'
     if args.confirm_perflogs:
-        if not args.perflogs or not args.system:
-            raise UsageError('--confirm-perflogs needs --perflogs DIR and --system NAME')
+        if not (args.perflogs or args.store or args.db) or not args.system:
+            raise UsageError('--confirm-perflogs needs the history (--store DIR, --perflogs DIR '
+                             'or --db FILE) and --system NAME')
         if not os.path.isdir(args.confirm_perflogs):
             raise UsageError(f"no such directory: --confirm-perflogs '{args.confirm_perflogs}'")
         tonight_runs, diag = read_perflogs(args.confirm_perflogs)

@@ -38,8 +38,8 @@ def check_existing(path):
 def run(args):
     from postprocess.references.calibrate import calibrate
     check_name('system', args.system)
-    if not args.perflogs and not args.db:
-        raise UsageError('give --perflogs DIR and/or --db FILE')
+    if not args.perflogs and not args.db and not args.store:
+        raise UsageError('give --perflogs DIR, --db FILE and/or --store DIR')
     path = args.output or os.path.join(REPO, 'configs', 'references', f'{args.system}.yaml')
     variables = None if args.vars == 'all' else tuple(v for v in args.vars.split(',') if v)
     if variables is not None and not variables:

@@ -107,7 +107,7 @@ def build_report(args):
                                acceptances)
         findings = verdict.latest_per_series(recent)
         from postprocess.why.state import add_state     # the history table's machine column
-        add_state(findings, args)
+        add_state(findings, history)
     else:
         # the nightly's detect.json: no second detection (the slow part of a warm report)
         findings = verdict.latest_per_series(given)

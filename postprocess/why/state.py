@@ -1,10 +1,10 @@
 """What the machine was doing on each finding's night (load, fullness, other jobs), for the
 history table's "machine" column: ``machine`` on every finding of detect's JSON.
 
-Only the perflog lines of the findings' nights are parsed with their provenance
-(history/perflog.py ``runs_of_nights``), so a nightly's cost does not grow with the history.
+Only the runs of the findings' nights are made records with their provenance
+(history/store.py ``runs_of_nights``), so a nightly's cost does not grow with the history.
 """
-from postprocess.history.perflog import runs_of_nights
+from postprocess.history.store import runs_of_nights
 from postprocess.why import provenance
 from postprocess.why.annotate import index_runs, matches_finding
 
@@ -25,12 +25,11 @@ def text(state):
     return ' · '.join(parts)
 
 
-def add_state(findings, args):
+def add_state(findings, history):
     """Give each finding ``machine``: the state recorded by its runs on its night (in place)."""
-    if not findings or not getattr(args, 'perflogs', None):
+    if not findings or not len(history.sessions):
         return findings
-    runs = runs_of_nights(args.perflogs, {f['night'] for f in findings}, args.system,
-                          getattr(args, 'this_run', None))
+    runs = runs_of_nights(history, {f['night'] for f in findings})
     index = index_runs(runs)
     for f in findings:
         mine = [r['provenance'] for r in index.get((f['system'], f['partition']), {})

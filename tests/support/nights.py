@@ -10,7 +10,6 @@ import datetime
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -73,7 +72,7 @@ def redate_perflogs(perflogs, sizes, night, shift=None):
     ``night`` (YYYY-MM-DD), in place (same length): the run's first line to 20:00 UTC of that
     night, every other line at its offset from it (returned: that shift in seconds, None without
     a line; tests/test_results_db_e2e.py moves the DB by it). Every appended data line is the
-    run's, whatever its date, and it stays one session (runs under history.store.SESSION_GAP
+    run's, whatever its date, and it stays one session (runs under history.sessions.SESSION_GAP
     apart): a run that crossed midnight kept its clock times as two nights (run 27.1: a night
     begun at 23:58 kept 24 of its 26 lines at the real date; moved to its night's date, the two
     after midnight joined the night before, two minutes from its last line). ``shift`` (seconds):
@@ -105,19 +104,45 @@ def today():
     return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
 
 
+def redate_store(results, run_name, shift):
+    """The run's file of the results store moved by ``shift`` seconds (times, its session's
+    start, night and year: a file of system=<s>/year=<y>/ of its new night), as its perflog
+    lines were: the next nightly reads it as that past night."""
+    import duckdb
+    store = Path(results) / 'store'
+    for path in list(store.glob(f'system=*/year=*/{run_name}.parquet')):
+        con = duckdb.connect()
+        moved = (f"SELECT * REPLACE (time + INTERVAL ({shift}) SECOND AS time, "
+                 f"session_start + INTERVAL ({shift}) SECOND AS session_start, "
+                 f"CAST(make_timestamp(CAST((epoch(session_start) + {shift} + session_utc_offset) "
+                 f"* 1e6 AS BIGINT)) AS DATE) AS night, "
+                 f"year(make_timestamp(CAST((epoch(session_start) + {shift} + session_utc_offset) "
+                 f"* 1e6 AS BIGINT))) AS year) FROM read_parquet('{path}')")
+        year = con.execute(f'SELECT any_value(year) FROM ({moved})').fetchone()[0]
+        target = path.parent.parent / f'year={year}' / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f'.{path.name}.redate.tmp'
+        con.execute(f"COPY ({moved}) TO '{tmp}' (FORMAT parquet)")
+        con.close()
+        path.unlink()
+        tmp.rename(target)
+
+
 def redate(results, sizes, night, dates):
-    """A run's perflog lines (appended since ``sizes``) and its verdict moved to ``night``;
-    ``dates``: the real dates the run spanned (its verdict's nights and `since` on them move).
-    Returned: redate_perflogs' shift."""
+    """A run's perflog lines (appended since ``sizes``), its file of the results store, its
+    confirmation re-run and its findings moved to ``night``; ``dates``: the real dates the run
+    spanned (its findings' nights and `since` on them move). Returned: redate_perflogs' shift."""
     shift = redate_perflogs(Path(results) / 'perflogs', sizes, night)
-    shutil.rmtree(Path(results) / 'cache', ignore_errors=True)   # the ingest cache saw the old dates
-    confirm = Path(results) / 'latest' / 'confirm' / 'perflogs'
+    latest = Path(results) / 'latest'
+    if shift is not None and latest.exists():
+        redate_store(results, latest.resolve().name, shift)
+    confirm = latest / 'confirm' / 'perflogs'
     if shift is not None and confirm.exists():
         # the confirmation re-run is data of this night (detect --runs): moved with the run
         redate_perflogs(confirm, {}, night, shift)
     # the run's findings name its night too (kept as the nightly said them)
     for name in ('verdict.json', 'detect.json'):
-        path = Path(results) / 'latest' / 'post' / name
+        path = latest / 'post' / name
         if not path.exists():
             continue
         doc = json.loads(path.read_text())
