@@ -1,6 +1,6 @@
 """How long darshan-index takes for a nightly of N logs (benchmark, not a test).
 
-    python bench/darshan_index_speed.py [N=400] [--summaries flagged|all|none] [--fail-every K=20]
+    python3 -m bench.darshan_index_speed [N=400] [--summaries flagged|all|none] [--fail-every K=20]
                                         [--iobench-only] [--copies] [--jobs J]
 
 Goal (issue #13): a 400-log nightly indexed with Drishti insights for every log and PyDarshan
@@ -18,14 +18,12 @@ import argparse
 import os
 import pathlib
 import shutil
-import sys
 import tempfile
 import time
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from postprocess.darshan import index as darshan_index
 
-from postprocess.darshan import index as darshan_index  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def sources(iobench_only=False):

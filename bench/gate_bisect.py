@@ -5,7 +5,7 @@ Bisection runs: stacks A and B differ in three parts, written as ReFrame environ
 configuration beside the site's (configs/settings.py plus two environments derived from mpi-gnu):
   env OMPI_MCA_io      ompio -> romio321            (Open MPI's two MPI-IO implementations)
   hint cb_buffer_size  (none) -> 1048576            (extras 'mpiio_hints': every check gets it)
-  env LD_PRELOAD       (none) -> bench/iofault.c    (every iobench write and sync +FACTOR of its
+  env LD_PRELOAD       (none) -> iofault.c          (every iobench write and sync +FACTOR of its
                                                      own time: the injected slowdown)
 Each run is `python -m postprocess gate --a A --b B --bisect`; it is right when the parts it names
 are exactly {env LD_PRELOAD}. A/A runs are `gate --a mpi-gnu --b mpi-gnu`; their verdicts are
@@ -29,16 +29,14 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 
 from postprocess.gate import pairs as gate_pairs
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nights  # noqa: E402  (same directory: the fault library's build)
+from tests.support import nights
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CULPRIT = 'env LD_PRELOAD'

@@ -11,7 +11,7 @@ are the tools' own: iobench's JSON (`repetitions[0].<phase>.bw_MiBps`) and IOR's
 Cache defeat and process structure are the same on both sides: each tool runs its write phase
 (iobench `--phase write --keep`, IOR `-w -k -e`) and its read phase (iobench `--phase read`, IOR
 `-r -k`) as separate processes with the same posix_fadvise(DONTNEED) drop of the files in between
-(bench/compare_dd_ior.py's drop_cache); iobench's read run drops the kept files' pages itself too
+(drop_cache below); iobench's read run drops the kept files' pages itself too
 and records what stayed resident. IOR does not defeat the page cache on one node by itself.
 
 Modes: on this machine (a VM) one command's write or read can land at ~1500 or ~400 MiB/s, for both
@@ -19,22 +19,22 @@ tools: the guest reports freed memory to the host (virtio_balloon free page repo
 the pages are freed) and page cache placed on reported pages pays a host fault per page. Which mode
 a run hits depends on when the previous run freed its pages. `--warm MiB` touches and frees that much
 memory right before each tool process (outside both tools' timing) so that both tools' page cache
-lands on host-backed memory (docs/ior.md, "Measured on this machine"). Each line also shows how many
+lands on host-backed memory (docs/ior.md, "By hand"). Each line also shows how many
 of each tool's samples fall into the fast mode (`fast a/b`: samples above the widest gap, when that
 gap is a factor > 1.6 between neighbours in the sorted samples of both tools; "one mode" otherwise)
 and the median ratio over the pairs in which both tools landed in the same mode (`same-mode`, with
 the number of such pairs).
 
-Usage: bench/ior_pairs.py --iobench build/iobench --ior /opt/ior/bin/ior --dir /scratch/x
+Usage: python3 -m bench.ior_pairs --iobench build/iobench --ior /opt/ior/bin/ior --dir /scratch/x
            [--block 128m] [--transfer 1m] [--segments 2] [--ranks 1,2] [--pairs 5]
            [--apis posix:fpp,mpiio:collective,...] [--settle S] [--warm MiB] [--json out.json]
            [--slurm-nodes N [--partition cluster]]   # srun over N nodes (ci/slurm/start.sh --nodes N)
            [--control]                               # A/A: IOR in both slots
-       bench/ior_pairs.py --pool run1.json run2.json ...
+       python3 -m bench.ior_pairs --pool run1.json run2.json ...
 Prints one line per (api, ranks, phase): medians, the median of the per-pair ratios, the modes, a
 90 % confidence interval of that median with what it allows ("within" ±5 %, "differs" from 1, or
 "unresolved" at this many pairs), and every pair. `--control` runs IOR in iobench's slot too (on a
-file of its own): how far from 1 the bench's ratio lands when nothing differs (docs/ior-nodes.md).
+file of its own): how far from 1 the bench's ratio lands when nothing differs (docs/ior.md).
 `--pool` reads the `--json` files of several runs with the same sizes and prints, per line, the
 median of the per-pair ratios of all their pairs, its interval, and how many lines fall within ±5 %.
 """
@@ -49,18 +49,29 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_dd_ior import drop_cache, mpirun  # noqa: E402  (same directory)
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'reframe_checks'))
 # one mapping iobench backend:mode -> IOR's arguments, shared with the IOR check
-from iobench_lib.ior_pairs import IOR_API as IOR_ARGS, IOR_PACKET  # noqa: E402
-
+from iobench_lib.ior_pairs import IOR_API as IOR_ARGS, IOR_PACKET
 
 #: how ranks start: mpirun on this host, or srun over N nodes of a Slurm partition (--slurm-nodes)
 SLURM = {"nodes": 0, "partition": "cluster"}
 #: OpenMPI across the namespaced nodes of ci/slurm/start.sh --nodes N: TCP over its bridge only
 SLURM_MPI_ENV = {"OMPI_MCA_btl": "self,vader,tcp", "OMPI_MCA_btl_tcp_if_include": "10.219.19.0/24",
                  "OMPI_MCA_btl_tcp_disable_family": "6", "SLURM_MPI_TYPE": "pmix"}
+
+
+def mpirun(np_):
+    return ["mpirun", "-np", str(np_), "--oversubscribe"]
+
+
+def drop_cache(paths):
+    """Write the files' dirty pages out, then drop their page cache (posix_fadvise DONTNEED)."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
 
 
 def run_tool(cmd):

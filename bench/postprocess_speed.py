@@ -1,19 +1,23 @@
-"""Benchmark: years of perflog history through the nightly postprocess, cold and warm.
+"""Benchmark: years of history through the nightly postprocess, the results store (DuckDB, Parquet)
+and the code before it side by side in one run.
 
-Goals (issue 14), on the 2-core machine: 10^6 perflog lines -> cold full report <= 120 s; warm
-nightly postprocess (detect + report after one night's ~800 new lines, incremental ingest cache)
-<= 10 s; peak memory <= 4 GiB. Not a test: run by hand and read the figures.
+Goals (issue 47), on the 2-core machine, 10^6 perflog lines: `import` <= 20 s; cold full report
+(from the store) <= 20 s; warm nightly (detect + report, 4 nights added) <= 3 s; peak memory
+<= 1.5 GiB. Not a test: run by hand and read the figures.
 
 Every step runs as its own `python -m postprocess` process (as ci/nightly.sh runs them), timed by
-wall clock and CPU, with its peak resident memory (wait4). Ingest alone (perflogs -> History) is
-timed the same way, so the figures say which part dominates.
+wall clock and CPU, with its peak resident memory (wait4). The old code is this repository at
+--old (default: main with the verdict of issue 44, before the store: the same detector), unpacked
+with `git archive` into the work directory and run from there (`python -m` imports from its
+working directory first), with the perflogs and its ingest cache, as it had them.
 
 The perflog is SYNTHETIC (contract layout of configs/settings.py): 200 keys (4 backend/modes x 5 rank
 counts x 2 sizes x 5 stripes) x N nights, 5 repetitions per phase, plus a fio baseline line per
-night; the warm step appends 4 more nights (804 lines). The warm report is given detect's JSON, as
+night; the warm step adds 4 more nights (804 lines): appended to the perflogs for the old code,
+imported as one more file of the store for the new. The warm report is given detect's JSON, as
 ci/nightly.sh's report finds it in the run directory.
 
-Usage: python bench/postprocess_speed.py [--lines 1000000] [--keep DIR]
+Usage: python3 -m bench.postprocess_speed [--lines 1000000] [--keep DIR] [--old REF]
 """
 import argparse
 import datetime
@@ -70,21 +74,12 @@ def _line(when, name, params, secs):
             f'read_bw={med[1]}|MiB/s|0|None|None')
 
 
-INGEST = ('import sys; from postprocess.cli import build_parser; from postprocess.history import '
-          'inputs; n = int(sys.argv.pop(1)) or None; '
-          'a = build_parser().parse_args(["detect"] + sys.argv[1:]); '
-          'h = inputs.load_history(a, last_nights=n); print(len(h), "repetition rows")')
-# verdict --confirm-perflogs: the history the re-run is judged against, as run records
-CONFIRM = ('import sys; from postprocess.cli import build_parser; from postprocess.history import '
-           'inputs; from postprocess.detect.options import DEFAULTS; '
-           'a = build_parser().parse_args(["detect"] + sys.argv[1:]); '
-           'runs = list(inputs.load_history(a, last_nights=DEFAULTS["horizon"]).runs); '
-           'print(len(runs), "run records")')
-REPORT_NIGHTS = 120     # report --history-nights default: what a report with findings loads
+OLD_REF = '997a64a'          # main with the verdict (issue 44), before the results store
 
 
-def timed(label, args):
-    """Run ``python -m postprocess ...`` (or the ingest probe) under /usr/bin/time-like wait4."""
+def timed(label, args, old_dir=None):
+    """Run ``python -m postprocess ...`` under wait4 (wall, CPU, peak memory); with
+    ``old_dir``, the old code unpacked there."""
     argv = [sys.executable] + args
     t0 = time.perf_counter()
     pid = os.fork()
@@ -93,25 +88,47 @@ def timed(label, args):
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         os.chdir(REPO)
-        os.environ['PYTHONPATH'] = REPO
-        os.execv(sys.executable, argv)
+        env = dict(os.environ)
+        for var in ('IOREGRESS_STORE', 'IOREGRESS_THIS_RUN', 'IOREGRESS_CACHE'):
+            env.pop(var, None)
+        if old_dir:         # `python -m` imports from its working directory first
+            os.chdir(old_dir)
+        os.execve(sys.executable, argv, env)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
     code = os.waitstatus_to_exitcode(status)
     cpu = usage.ru_utime + usage.ru_stime
     rss = usage.ru_maxrss * 1024
-    print(f'  {label:44s} {wall:7.1f} s wall {cpu:7.1f} s CPU  peak {rss / GIB:5.2f} GiB'
+    print(f'  {label:52s} {wall:7.1f} s wall {cpu:7.1f} s CPU  peak {rss / GIB:5.2f} GiB'
           f'  exit {code}', flush=True)
     return wall, rss, code
+
+
+def old_code(ref, into):
+    """This repository's postprocess/ at ``ref``, unpacked into ``into``."""
+    import subprocess
+    os.makedirs(into, exist_ok=True)
+    archive = subprocess.run(['git', '-C', REPO, 'archive', ref, 'postprocess'], check=True,
+                             capture_output=True).stdout
+    subprocess.run(['tar', '-x', '-C', into], input=archive, check=True)
+    return into
+
+
+def verdict(label, value, goal, unit='s'):
+    ok = value <= goal
+    print(f'{label} {value:.1f} {unit} (goal <= {goal:g} {unit}: {"MET" if ok else "NOT MET"})')
+    return ok
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--lines', type=int, default=1000000)
     ap.add_argument('--keep', metavar='DIR', help='work in DIR and keep it (reuses its perflogs)')
+    ap.add_argument('--old', default=OLD_REF, metavar='REF', help=f'old code (default {OLD_REF})')
     args = ap.parse_args()
     tmp = args.keep or tempfile.mkdtemp(prefix='ioregress-speed-')
-    perflogs, cache = os.path.join(tmp, 'perflogs'), os.path.join(tmp, 'cache')
+    perflogs, new_nights = os.path.join(tmp, 'perflogs'), os.path.join(tmp, 'new-nights')
+    store, cache = os.path.join(tmp, 'store'), os.path.join(tmp, 'cache')
     try:
         nights = max(1, args.lines // (len(KEYS) + 1))
         rng = np.random.default_rng(3)
@@ -119,37 +136,50 @@ def main():
         if not os.path.isdir(perflogs):
             write_nights(perflogs, 0, nights, rng, header=True)
         lines = nights * (len(KEYS) + 1)
-        shutil.rmtree(cache, ignore_errors=True)
+        for d in (store, cache, new_nights, os.path.join(tmp, 'old')):
+            shutil.rmtree(d, ignore_errors=True)
+        old = old_code(args.old, os.path.join(tmp, 'old'))
+        work = os.path.join(tmp, 'work')
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(perflogs, os.path.join(work, 'perflogs'))     # the old code appends here
         print(f'{lines} perflog lines ({len(KEYS)} keys x {nights} nights + baselines; generated '
               f'in {time.perf_counter() - t0:.0f} s, not counted); {os.cpu_count()} CPUs, load '
               f'average {os.getloadavg()[0]:.1f} (machine shared with other work: compare ratios)')
         pp = ['-m', 'postprocess']
-        hist = ['--perflogs', perflogs, '--system', 'speed', '--cache', cache]
-        print('cold (no cache):')
-        ingest_cold = timed('ingest -> History (writes the cache)', ['-c', INGEST, '0'] + hist)
-        shutil.rmtree(cache, ignore_errors=True)
-        cold = timed('report (ingest + detect + figures + HTML)',
-                     pp + ['report'] + hist + ['-o', os.path.join(tmp, 'report')])
-        added = write_nights(perflogs, nights, 4, np.random.default_rng(4), header=False)
-        print(f'warm (cache present, {added} lines appended = 4 nights):')
-        ingest_warm = timed('ingest -> History (whole history)', ['-c', INGEST, '0'] + hist)
-        ingest_window = timed(f'ingest -> History (last {REPORT_NIGHTS} nights)',
-                              ['-c', INGEST, str(REPORT_NIGHTS)] + hist)
-        det = timed('detect', pp + ['detect'] + hist + ['--json', os.path.join(tmp, 'det.json')])
-        conf = timed('verdict: history for a confirmation re-run', ['-c', CONFIRM] + hist)
-        # as ci/nightly.sh: its report finds detect's JSON in the run (report --run) and reuses it
-        rep = timed('report (reusing detect --json)', pp + ['report'] + hist + [
-            '-o', os.path.join(tmp, 'report'), '--findings', os.path.join(tmp, 'det.json')])
-        warm = det[0] + rep[0]
-        peak = max(r[1] for r in (ingest_cold, cold, ingest_warm, det, conf, rep))
-        print(f'cold full report {cold[0]:.1f} s (goal <= 120 s: {"MET" if cold[0] <= 120 else "NOT MET"}); '
-              f'warm detect + report {warm:.1f} s (goal <= 10 s: {"MET" if warm <= 10 else "NOT MET"}); '
-              f'peak memory {peak / GIB:.2f} GiB (goal <= 4 GiB: {"MET" if peak <= 4 * GIB else "NOT MET"})')
-        print(f'ingest share: cold {ingest_cold[0] / cold[0]:.0%} of the report; warm, detect and '
-              f'report each load only their nights ({ingest_window[0]:.1f} s for {REPORT_NIGHTS}; '
-              f'the whole history would take {ingest_warm[0]:.1f} s)')
-        ok = cold[0] <= 120 and warm <= 10 and peak <= 4 * GIB and cold[2] == 0 and rep[2] == 0
-        return 0 if ok else 1
+        sys_args = ['--system', 'speed']
+        new_hist = ['--store', store] + sys_args
+        old_hist = ['--perflogs', os.path.join(work, 'perflogs'), '--cache', cache] + sys_args
+        out = lambda name: os.path.join(tmp, name)      # noqa: E731
+        print('cold:')
+        imp = timed('store: import (perflogs -> Parquet)', pp + ['import', '--perflogs', perflogs,
+                                                               '--store', store])
+        cold = timed('store: report (history + detect + figures + HTML)',
+                     pp + ['report'] + new_hist + ['-o', out('report-new')])
+        old_cold = timed(f'old {args.old}: report (parse + cache + detect + ...)',
+                         pp + ['report'] + old_hist + ['-o', out('report-old')], old)
+        added = write_nights(new_nights, nights, 4, np.random.default_rng(4), header=True)
+        write_nights(os.path.join(work, 'perflogs'), nights, 4, np.random.default_rng(4),
+                     header=False)
+        print(f'warm ({added} lines = 4 nights added):')
+        timed('store: import of the 4 nights (one more file)',
+              pp + ['import', '--perflogs', new_nights, '--store', store])
+        det = timed('store: detect', pp + ['detect'] + new_hist + ['--json', out('det-new.json')])
+        rep = timed('store: report (reusing detect --json)', pp + ['report'] + new_hist + [
+            '-o', out('report-new'), '--findings', out('det-new.json')])
+        old_det = timed(f'old {args.old}: detect', pp + ['detect'] + old_hist +
+                        ['--json', out('det-old.json')], old)
+        old_rep = timed(f'old {args.old}: report (reusing detect --json)', pp + ['report'] +
+                        old_hist + ['-o', out('report-old'), '--findings', out('det-old.json')], old)
+        warm, old_warm = det[0] + rep[0], old_det[0] + old_rep[0]
+        peak = max(r[1] for r in (imp, cold, det, rep))
+        print(f'old code: cold report {old_cold[0]:.1f} s, warm detect + report {old_warm:.1f} s, '
+              f'peak {max(r[1] for r in (old_cold, old_det, old_rep)) / GIB:.2f} GiB')
+        ok = all([verdict('import', imp[0], 20), verdict('cold full report', cold[0], 20),
+                  verdict(f'warm detect {det[0]:.1f} s + report {rep[0]:.1f} s =', warm, 3),
+                  verdict('peak memory', peak / GIB, 1.5, 'GiB')])
+        print(f'ratios (old / store, same run): cold report {old_cold[0] / cold[0]:.1f}x, warm '
+              f'{old_warm / warm:.1f}x')
+        return 0 if ok and cold[2] == 0 and rep[2] == 0 and imp[2] == 0 else 1
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

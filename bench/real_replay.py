@@ -1,48 +1,45 @@
-"""Real-night replay of the nightly verdict: `ci/nightly.sh --tag quick` on `local`, one run after
-another into one results tree, each re-dated to its own night, then two nights with iobench made
-~20 % slower by bench/iofault.c (fio untouched). Prints, per night, the exit status and what was red,
-and per scenario the counts that judge the verdict (issue 18, docs/verdicts.md).
+"""Real nights of this machine: `ci/nightly.sh --tag quick` on `local`, one run after another into
+one results tree, each re-dated to its own night, then two nights with iobench made slower by
+tests/support/iofault.c (fio untouched). Prints each night's exit status and what was red, and per
+scenario what judges the verdict (issue 44, docs/verdicts.md):
 
-Scenarios (bench/nights.py FAULTS): write (every iobench write and sync +25 % time, paid in kind:
-a quarter of the bytes again), hdf5 (only writes to HDF5 files, +35 %: sized by what it
-realizes), read (every iobench read), meta (every create/open/stat/unlink/close of iobench's
-files +25 % of its own time, a create's paid in kind; MDEmptyFiles is the check whose time that
-is). bench/fault_size.py measures what a fault does to a phase, side by side.
+- red clean nights (judged ones: `min_nights` of history);
+- per slowed night: red and naming the fault, `since` the first slowed night, and the fault's
+  size on the level it is about (that level's fall in the night's own detect.json) beside the
+  reach the night printed for it (its `detectable`): a fault larger than 1.5 x its reach must be
+  named;
+- the whole tree judged again (`detect --all-nights --runs`): every night's statuses as the
+  nightly said them (a verdict that is a function of the data).
 
-The clean nights are shared: one results tree runs nights 1..N-2 clean; each scenario then runs its
-two slowed nights on its own copy of the perflogs at that point (the verdict is causal: a night is
-judged from the nights before it only, so the clean nights' verdicts are the same for every
-scenario, and the machine's drift and bursts on them are real). The short replay (--short M) copies
-the tree after night M-2 and runs nights M-1, M slowed (write), as a site's first ten days would.
-Each run (--runs) starts a fresh results tree.
+Scenarios (tests/support/nights.py FAULTS): write (every iobench write and sync +25 % time, paid in
+kind), hdf5 (only writes to HDF5 files, +35 %), read (every iobench read +30 %), meta (every
+create/open/stat/unlink/close of iobench's files +25 %). The clean nights are shared: each
+scenario runs its two slowed nights on its own copy of the tree at that point. The short replay
+(--short M) copies the tree after night M-2 and slows nights M-1, M (write).
 
-    python bench/real_replay.py --nights 14 --short 10 --runs 2 --out /tmp/replay --json FILE
-    python bench/real_replay.py --summarize FILE      # the tables again from a saved JSON
-    python bench/real_replay.py --effects OUT/run1    # what the faults did to the measurements
+    python3 -m bench.real_replay --nights 14 --short 10 --runs 2 --out /tmp/replay --json FILE
+    python3 -m bench.real_replay --summarize FILE      # the tables again from a saved JSON
 
-A night of the quick suite takes ~40-90 s here (plus a confirmation re-run when something is
-flagged); 14 nights x 2 runs with 4 scenarios and the short replay: 44 nightly runs, ~1 h.
+A night of the quick suite takes ~1.5-2 min here (plus a re-run when a night is far).
 """
 import argparse
 import json
-import math
 import os
-import statistics
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import nights  # noqa: E402  (bench/nights.py)
+from postprocess.detect.options import DEFAULTS
+from tests.support import nights
 
 SCENARIOS = ('write', 'hdf5', 'read', 'meta')
-JUDGED_FROM = 3          # clean nights judged: those with >= 3 nights of history (night 4 on)
+JUDGED_FROM = DEFAULTS['min_nights']      # clean nights with a judged level: night 6 on
 META_CHECKS = ('MDFiles', 'MDDatasets', 'MDEmptyFiles')   # the metadata checks (metadata.py)
-
-
-def red_findings(v):
-    return [f for f in (v or {}).get('findings', []) if f.get('status') == 'regression']
+KEEP = ('scope', 'check', 'params', 'phase', 'partition', 'status', 'change', 'since', 'night',
+        'confirmation', 'fio_change', 'members', 'moved', 'history_nights', 'detectable', 'far',
+        'filesystem_busy')
 
 
 def describe(f):
@@ -53,113 +50,138 @@ def describe(f):
     return f"{scope}:{what} {f.get('phase', '')}{change} since {f.get('since')}"
 
 
-def names_right(scenario, found):
-    """Does a red night name the fault? (the right finding, not just any red)."""
+def names_right(scenario, f):
+    """Is red finding f about the fault?"""
     if scenario == 'write':
-        return any(f.get('scope') in ('stack', 'system') and f['phase'] == 'write' for f in found)
+        return f.get('scope') in ('stack', 'system') and f['phase'] == 'write'
     if scenario == 'hdf5':
-        return any(f.get('scope') == 'group' and f.get('params') == 'backend=hdf5'
-                   and f['phase'] == 'write' for f in found) or (bool(found) and all('backend=hdf5' in f.get('params', '')
-                                                           for f in found))
+        return f['phase'] == 'write' and (f.get('params') == 'backend=hdf5' or (
+            f.get('scope') == 'series' and 'backend=hdf5' in f.get('params', '')))
     if scenario == 'read':
-        return any(f['phase'] == 'read' for f in found)
-    if scenario == 'meta':      # a metadata check's series, or their family's group finding
-        return any(f.get('check', '').startswith(META_CHECKS)
-                   or (f.get('scope') == 'group' and f.get('params', '').startswith(
-                       tuple(f'check={c}' for c in META_CHECKS))) for f in found)
+        return f['phase'] == 'read'
+    if scenario == 'meta':
+        return (f.get('check', '').startswith(META_CHECKS) or f.get('params', '').startswith(
+            tuple(f'check={c}' for c in META_CHECKS)))
     return False
 
 
-def right_findings(scenario, found):
-    return [f for f in found if names_right(scenario, [f])]
+def fault_level(scenario, findings):
+    """The first-stage finding of the level a fault is about: the partition's write (read) stack,
+    HDF5's write group, MDEmptyFiles' slower rate."""
+    def pick(pred):
+        return [f for f in findings if pred(f) and f.get('change') is not None]
+    if scenario in ('write', 'read'):
+        got = pick(lambda f: f.get('scope') in ('stack', 'system') and f['phase'] == scenario)
+    elif scenario == 'hdf5':
+        got = pick(lambda f: f.get('scope') == 'group' and f.get('params') == 'backend=hdf5'
+                   and f['phase'] == 'write')
+    else:
+        got = pick(lambda f: f.get('scope') == 'series' and f.get('check', '').startswith(
+            'MDEmptyFiles'))
+    return min(got, key=lambda f: f['change']) if got else None
 
 
 def branch(src, dst, perflogs=True, runs=None):
     """A scenario's own results tree from the shared one: its perflogs, and the earlier runs'
-    verdicts (detect --runs remembers unconfirmed flags); ``runs``: only the first N runs'."""
+    confirmation re-runs (data of their nights, detect --runs); ``runs``: only the first N."""
     if perflogs:
         shutil.copytree(src / 'perflogs', dst / 'perflogs')
-    for verdict in sorted((src / 'runs').glob('*/post/verdict.json'))[:runs]:
-        if (dst / 'runs' / verdict.parent.parent.name).exists():
+        if (src / 'store').exists():        # the history the nightly reads (its perflogs' nights)
+            shutil.copytree(src / 'store', dst / 'store')
+    for run in sorted(p for p in (src / 'runs').iterdir() if p.is_dir())[:runs]:
+        target = dst / 'runs' / run.name
+        if target.exists():
             continue
-        target = dst / 'runs' / verdict.parent.parent.name / 'post'
         target.mkdir(parents=True)
-        shutil.copy2(verdict, target / 'verdict.json')
-        shutil.copy2(verdict.parent.parent / 'COMPLETE', target.parent / 'COMPLETE')
+        for name in ('COMPLETE',):
+            if (run / name).exists():
+                shutil.copy2(run / name, target / name)
+        if (run / 'confirm' / 'perflogs').exists():
+            shutil.copytree(run / 'confirm' / 'perflogs', target / 'confirm' / 'perflogs')
 
 
-def recover(clean_tree):
-    """The clean nights of an earlier, interrupted replay, from its run directories."""
-    recs = []
-    for i, run in enumerate(sorted(p for p in (clean_tree / 'runs').iterdir() if p.is_dir())):
-        status = (run / 'COMPLETE').read_text().split()
-        verdict = run / 'post' / 'verdict.json'
-        recs.append(slim({'night': nights.night_of(i), 'exit': int(status[2]), 'seconds': None,
-                          'verdict': json.loads(verdict.read_text()) if verdict.exists() else None,
-                          'out': ''}))
-    return recs
+def slim(rec, scenario=None):
+    v = rec['verdict'] or {}
+    out = {'night': rec['night'], 'exit': rec['exit'], 'seconds': rec['seconds'],
+           'findings': [{k: f.get(k) for k in KEEP if k in f} for f in v.get('findings', [])],
+           'out': rec['out'][-1500:]}
+    if scenario:
+        level = fault_level(scenario, rec.get('detect') or [])
+        out['level'] = level and {k: level.get(k) for k in KEEP if k in level}
+    return out
 
 
-def replay(out, n_nights, short, scenarios, lib, log, save, resume=False):
-    """One fresh results tree: the shared clean nights, then each scenario's slowed nights.
-    ``resume``: the clean nights of an earlier run of this tree are kept, the scenarios run again
-    (a short replay's branch must still be untouched)."""
+def replay(out, n_nights, short, scenarios, lib, log, save):
+    """One fresh results tree: the shared clean nights, then each scenario's slowed nights."""
     clean_tree = out / 'clean'
     branch_at = {n_nights - 2: list(scenarios)}
     if short:
         branch_at.setdefault(short - 2, []).append('short')
     records = {'clean': []}
-    if resume:
-        records['clean'] = recover(clean_tree)
-        if len(records['clean']) != n_nights - 2 or (short and (out / 'short' / 'latest').exists()):
-            raise SystemExit(f'real_replay: error: cannot resume {out}: '
-                             f"{len(records['clean'])} clean nights, short branch used")
-        for scen in scenarios:
-            shutil.rmtree(out / scen, ignore_errors=True)
+    for i in range(n_nights - 2):
+        rec = nights.run_night(clean_tree, i, lib=lib)
+        records['clean'].append(slim(rec))
+        log(f"  night {i + 1:2d} clean       exit {rec['exit']} {rec['seconds']:5.0f} s  "
+            + '; '.join(describe(f) for f in records['clean'][-1]['findings']
+                        if f['status'] == 'regression'))
+        save(records)
+        for scen in branch_at.get(i + 1, []):
             branch(clean_tree, out / scen)
-        if short:       # its perflogs were copied after night short-2; its verdicts up to there
-            branch(clean_tree, out / 'short', perflogs=False, runs=short - 2)
-        log(f"  nights 1-{n_nights - 2} clean: kept, exit "
-            + ' '.join(str(r['exit']) for r in records['clean']))
-    else:
-        for i in range(n_nights - 2):
-            rec = nights.run_night(clean_tree, i, lib=lib)
-            records['clean'].append(slim(rec))
-            log(f"  night {i + 1:2d} clean       exit {rec['exit']} {rec['seconds']:5.0f} s  "
-                + '; '.join(describe(f) for f in red_findings(rec['verdict'])))
-            save(records)
-            for scen in branch_at.get(i + 1, []):
-                branch(clean_tree, out / scen)
     for scen in list(scenarios) + (['short'] if short else []):
         fault = 'write' if scen == 'short' else scen
         first = (short if scen == 'short' else n_nights) - 2
         records[scen] = []
         for i in (first, first + 1):
             rec = nights.run_night(out / scen, i, fault=fault, lib=lib)
-            records[scen].append(slim(rec))
+            records[scen].append(slim(rec, fault))
+            level = records[scen][-1]['level'] or {}
             log(f"  night {i + 1:2d} {scen:6s} slow exit {rec['exit']} {rec['seconds']:5.0f} s  "
-                + '; '.join(describe(f) for f in red_findings(rec['verdict'])))
+                f"level {level.get('change')!s:.6} reach {level.get('detectable')!s:.6}  "
+                + '; '.join(describe(f) for f in records[scen][-1]['findings']
+                            if f['status'] == 'regression'))
             save(records)
     return records
 
 
-def slim(rec):
-    v = rec['verdict'] or {}
-    keep = ('scope', 'group', 'check', 'params', 'phase', 'status', 'change', 'since', 'night',
-            'confirmation', 'fio_change', 'members', 'moved', 'history_nights')
-    return {'night': rec['night'], 'exit': rec['exit'], 'seconds': rec['seconds'],
-            'findings': [{k: f.get(k) for k in keep if k in f} for f in v.get('findings', [])],
-            'out': rec['out'][-1500:]}
+def rejudge(tree):
+    """Nights whose statuses differ when the tree is judged again in one pass (detect
+    --all-nights --runs) from what its nightly said (verdict.json, else detect.json): [(night,
+    series, said, now)]."""
+    out = subprocess.run([sys.executable, '-m', 'postprocess', 'detect', '--perflogs',
+                          str(tree / 'perflogs'), '--runs', str(tree / 'runs'), '--all-nights',
+                          '--json', str(tree / 'rejudged.json')], capture_output=True, text=True,
+                         env=nights.base_env())
+    if out.returncode not in (0, 1):
+        return [('-', 'detect failed', out.stderr[-300:], '')]
+    again = {}
+    for f in json.loads((tree / 'rejudged.json').read_text()):
+        again[(f['night'], _key(f))] = f['status']
+    diffs = []
+    for run in sorted(p for p in (tree / 'runs').iterdir() if (p / 'post').is_dir()):
+        said = {}
+        for name in ('detect.json', 'verdict.json'):        # the verdict's word is the last
+            path = run / 'post' / name
+            if path.exists():
+                doc = json.loads(path.read_text())
+                for f in doc['findings'] if isinstance(doc, dict) else doc:
+                    said[(f['night'], _key(f))] = f['status']
+        for k, status in said.items():
+            if again.get(k) != status:
+                diffs.append((k[0], ' '.join(k[1]), status, again.get(k)))
+    return diffs
+
+
+def _key(f):
+    return (f.get('partition', ''), f.get('environ', ''), f.get('check', ''), f.get('params', ''),
+            f.get('phase', ''))
 
 
 def is_red(rec):
-    """The night's verdict was red: exit 3, or a confirmed regression under exit 1 (a check that
-    failed -- a reference bound, a sanity error -- takes the night's status first, ci/nightly.sh)."""
     return rec['exit'] == 3 or any(f['status'] == 'regression' for f in rec['findings'])
 
 
-def score(all_runs, n_nights, short):
-    """Per scenario: red clean nights (judged ones), slowed nights red / named right / since right."""
+def score(all_runs, short):
+    """Per run and scenario: red clean nights, and each slowed night's figures."""
     rows = []
     for r, records in enumerate(all_runs, 1):
         clean = records['clean'][JUDGED_FROM:]
@@ -168,116 +190,40 @@ def score(all_runs, n_nights, short):
                 continue
             fault = 'write' if scen == 'short' else scen
             judged = clean[:short - 2 - JUDGED_FROM] if scen == 'short' else clean
-            red_clean = [c['night'] for c in judged if is_red(c)]
-            first_slow = recs[0]['night']
             slow = []
             for rec in recs:
-                found = [f for f in rec['findings'] if f['status'] == 'regression']
-                right = right_findings(fault, found)
-                slow.append({'night': rec['night'], 'red': is_red(rec),
-                             'right': is_red(rec) and bool(right),
-                             'since_ok': bool(right) and all(f.get('since') == first_slow
-                                                             for f in right)})
+                right = [f for f in rec['findings'] if f['status'] == 'regression'
+                         and names_right(fault, f)]
+                level = rec.get('level') or {}
+                change, reach = level.get('change'), level.get('detectable')
+                slow.append({'night': rec['night'], 'red': is_red(rec), 'named': bool(right),
+                             'since_ok': bool(right) and all(f.get('since') == recs[0]['night']
+                                                             for f in right),
+                             'change': change, 'reach': reach,
+                             'owed': change is not None and reach is not None
+                             and change <= 1.5 * reach})
             rows.append({'run': r, 'scenario': scen, 'judged_clean': len(judged),
-                         'red_clean': red_clean, 'slowed': slow})
+                         'red_clean': [c['night'] for c in judged if is_red(c)], 'slowed': slow})
     return rows
 
 
+def _pct(x):
+    return '-' if x is None else f'{x:+.0%}'
+
+
 def print_table(rows, out=print):
-    out('| run | scenario | judged clean nights | red clean nights | slowed nights red | '
-        'named right | since = first slowed night |')
-    out('|---|---|---|---|---|---|---|')
+    out('| run | scenario | red clean nights (judged) | slowed nights: named / owed (fall, reach) '
+        '| since right |')
+    out('|---|---|---|---|---|')
     for row in rows:
         s = row['slowed']
-        out(f"| {row['run']} | {row['scenario']} | {row['judged_clean']} | "
-            f"{len(row['red_clean'])} {('(' + ', '.join(row['red_clean']) + ')') if row['red_clean'] else ''} | "
-            f"{sum(x['red'] for x in s)}/{len(s)} | {sum(x['right'] for x in s)}/{len(s)} | "
-            f"{sum(x['since_ok'] for x in s)}/{len(s)} |")
-
-
-def night_levels(logs):
-    """(check, params, phase) -> {date: log of the median repetition's bandwidth} of a perflog
-    tree (fio left out)."""
-    from postprocess.history.perflog import read_perflogs
-    levels = {}
-    for r in read_perflogs(logs)[0]:
-        if 'backend=fio' in r['params'] or not r['reps']:
-            continue
-        for phase, reps in r['reps'].items():
-            bw = sorted(b / s for b, s in reps if s > 0)
-            if bw:
-                levels.setdefault((r['check'], r['params'], phase), {})[r['time'].date()] = \
-                    math.log(bw[len(bw) // 2])
-    return levels
-
-
-def pct(log_change):
-    return f'{math.expm1(log_change):+.0%}'
-
-
-def effects(run_dir, n_nights, out=print):
-    """What each fault did to the measurements of a replayed run (its scenarios' perflogs): per
-    phase, the common change of the faulted series (HDF5's for ``hdf5``, the metadata-bound
-    empty-file series for ``meta``: the median over series of
-    each one's change) on the slowed nights against the clean nights 4..N-2, beside the clean
-    nights' spread (SD of a series' nightly level, median over series; SD of the common change).
-    A fault is only findable when its change stands out of that spread."""
-    sys.path.insert(0, str(nights.REPO))
-    out('| scenario | phase | series | common change, slowed nights | clean SD: series / common |')
-    out('|---|---|---|---|---|')
-    clean = slice(JUDGED_FROM, n_nights - 2)
-    levels = {}
-    for scenario in SCENARIOS:
-        logs = Path(run_dir) / scenario / 'perflogs'
-        if not logs.exists():
-            continue
-        levels[scenario] = night_levels(logs)
-        for phase in ('write', 'read'):
-            rows = []
-            for (check, params, ph), by in levels[scenario].items():
-                days = sorted(by)
-                if ph == phase and len(days) == n_nights and faulted(scenario, params):
-                    base = statistics.median(by[d] for d in days[clean])
-                    rows.append([by[d] - base for d in days])
-            if not rows:
-                continue
-            factor = [statistics.median(col) for col in zip(*rows)]
-            out(f'| {scenario} | {phase} | {len(rows)} | {pct(factor[-2])}, {pct(factor[-1])} | '
-                f'{statistics.median(statistics.pstdev(r[clean]) for r in rows):.0%} / '
-                f'{statistics.pstdev(factor[clean]):.0%} |')
-    if 'write' in levels and 'hdf5' in levels:
-        write_fault_size(levels['write'], levels['hdf5'], out)
-
-
-def write_fault_size(slowed, control, out=print):
-    """The write fault's size in the suite, free of the machine's drift: each series' write level
-    under the fault (``slowed``: the write scenario's night_levels) against the same series on the
-    same nights in the hdf5 scenario (``control``), where only HDF5's files are slowed (its two
-    slowed nights run right after the write scenario's)."""
-    from postprocess.history.perflog import parse_params
-    by_backend = {}
-    for key, by in slowed.items():
-        if key[2] != 'write' or 'backend=hdf5' in key[1] or key not in control:
-            continue
-        backend = parse_params(key[1]).get('backend')
-        for day in sorted(by)[-2:]:
-            if day in control[key]:
-                by_backend.setdefault(backend, []).append(by[day] - control[key][day])
-    every = [x for xs in by_backend.values() for x in xs]
-    if every:
-        med = lambda xs: pct(statistics.median(xs))  # noqa: E731
-        out(f'write fault against the same nights unfaulted (hdf5 scenario, its other series): '
-            f'{med(every)} over {len(every)} series-nights ('
-            + ', '.join(f'{b} {med(xs)}' for b, xs in sorted(by_backend.items())) + ')')
-
-
-def faulted(scenario, params):
-    """Is this series what the scenario's fault is about (for --effects)?"""
-    if scenario == 'hdf5':
-        return 'backend=hdf5' in params
-    if scenario == 'meta':
-        return 'filesize=0' in params.split(',')
-    return True
+        each = ', '.join(f"{'named' if x['named'] else 'red' if x['red'] else 'not red'}"
+                         f"{' (owed)' if x['owed'] else ''} ({_pct(x['change'])}, {_pct(x['reach'])})"
+                         for x in s)
+        out(f"| {row['run']} | {row['scenario']} | {len(row['red_clean'])} of "
+            f"{row['judged_clean']}{(' (' + ', '.join(row['red_clean']) + ')') if row['red_clean'] else ''} "
+            f"| {sum(x['named'] for x in s)}/{len(s)}, owed {sum(x['owed'] for x in s)}: {each} "
+            f"| {sum(x['since_ok'] for x in s)}/{len(s)} |")
 
 
 def main(argv=None):
@@ -289,27 +235,24 @@ def main(argv=None):
     ap.add_argument('--out', default='/tmp/ioregress-replay')
     ap.add_argument('--json', help='write every night and the scores here')
     ap.add_argument('--summarize', metavar='JSON', help='print the tables of a saved replay')
-    ap.add_argument('--effects', metavar='RUN_DIR',
-                    help="what each fault did to a replayed run's measurements (OUT/runN)")
-    ap.add_argument('--resume', action='store_true',
-                    help="keep the clean nights already in --out's trees, run the scenarios again")
     ap.add_argument('--scratch', metavar='DIR',
-                    help='data files here ($IOREGRESS_SCRATCH), e.g. a journaled filesystem (docs/local-fs.md)')
+                    help='data files here ($IOREGRESS_SCRATCH), e.g. a journaled filesystem '
+                         '(docs/local-fs.md)')
     args = ap.parse_args(argv)
     if args.summarize:
         doc = json.loads(Path(args.summarize).read_text())
-        print_table(score(doc['runs'], doc['nights'], doc['short']))
-        return 0
-    if args.effects:
-        effects(args.effects, args.nights)
+        print_table(score(doc['runs'], doc['short']))
         return 0
     scenarios = [s for s in args.scenarios.split(',') if s]
     bad = [s for s in scenarios if s not in SCENARIOS]
-    if bad or args.nights < JUDGED_FROM + 3 or (args.short and not JUDGED_FROM + 3 <= args.short <= args.nights):
-        print(f"real_replay: error: bad scenario or night count '{bad or args.nights}'", file=sys.stderr)
+    least = JUDGED_FROM + 3
+    if bad or args.nights < least or (args.short and not least <= args.short <= args.nights):
+        print(f"real_replay: error: bad scenario or night count '{bad or args.nights}'",
+              file=sys.stderr)
         return 2
     if args.scratch and not (Path(args.scratch).is_dir() and os.access(args.scratch, os.W_OK)):
-        print(f"real_replay: error: --scratch is not a writable directory '{args.scratch}'", file=sys.stderr)
+        print(f"real_replay: error: --scratch is not a writable directory '{args.scratch}'",
+              file=sys.stderr)
         return 2
     if args.scratch:
         os.environ['IOREGRESS_SCRATCH'] = str(Path(args.scratch).resolve())
@@ -317,25 +260,30 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     lib = nights.build_fault_lib(out)
     doc = {'nights': args.nights, 'short': args.short, 'scenarios': scenarios, 'runs': [],
-           'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+           'rejudged': [], 'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
            'scratch': nights.describe_fs(os.environ.get('IOREGRESS_SCRATCH') or str(out))}
     print(f"data files on {doc['scratch']}", flush=True)
+
     def save(records):
         if args.json:
-            Path(args.json).write_text(json.dumps(dict(doc, runs=doc['runs'] + [records]), indent=1))
+            Path(args.json).write_text(json.dumps(dict(doc, runs=doc['runs'] + [records]),
+                                                  indent=1))
     for r in range(1, args.runs + 1):
         tree = out / f'run{r}'
-        if not args.resume:
-            shutil.rmtree(tree, ignore_errors=True)
+        shutil.rmtree(tree, ignore_errors=True)
         print(f'run {r}: {tree}', flush=True)
         doc['runs'].append(replay(tree, args.nights, args.short, scenarios, lib,
-                                  lambda s: print(s, flush=True), save, args.resume))
+                                  lambda s: print(s, flush=True), save))
+        for sub in sorted(p for p in tree.iterdir() if (p / 'perflogs').is_dir()):
+            diffs = rejudge(sub)
+            doc['rejudged'].append({'run': r, 'tree': sub.name, 'differ': diffs[:20],
+                                    'count': len(diffs)})
+            print(f'  judged again, {sub.name}: {len(diffs)} statuses differ from the nightly\'s'
+                  + ''.join(f'\n    {d}' for d in diffs[:5]), flush=True)
     doc['finished'] = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
     if args.json:
         Path(args.json).write_text(json.dumps(doc, indent=1))
-    print_table(score(doc['runs'], args.nights, args.short))
-    for r in range(1, args.runs + 1):
-        effects(out / f'run{r}', args.nights)
+    print_table(score(doc['runs'], args.short))
     return 0
 
 

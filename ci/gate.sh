@@ -36,5 +36,7 @@ while (($#)); do
     esac
 done
 [[ -n "$a" && -n "$b" ]] || usage_error "--a ENV and --b ENV are required"
+# the checks and ReFrame's configuration import iobench_lib: it must be this checkout's
+msg="$("$PYTHON" "$REPO/ci/installed_here.py" 2>&1)" || usage_error "$msg"
 out="${out:-$REPO/results/gates/$(date -u +%Y%m%dT%H%M%SZ)-$a-vs-$b}"
 cd "$REPO" && exec "$PYTHON" -m postprocess gate "${args[@]}" --out "$out" "${reframe_args[@]}"

@@ -8,7 +8,9 @@
 #   --system   ReFrame system from configs/systems/ (default: picked by hostname; env IOREGRESS_SYSTEM),
 #              e.g. local-slurm for the one-node Slurm of ci/slurm/start.sh
 #   --results  results tree (default: <repo>/results; env IOREGRESS_RESULTS_ROOT). Layout:
-#                perflogs/<system>/<partition>/<check>.log   history, appended by every run, never rewritten
+#                store/system=<s>/year=<y>/<run>.parquet      history: every completed night's repetitions
+#                                                             (docs/CONTRACT.md section 6), written at its end
+#                perflogs/<system>/<partition>/<check>.log   ReFrame's perflogs, appended by every run, never rewritten
 #                runs/<UTC stamp>-<system>-<tag>/             this run: report.json, junit.xml, reframe.out,
 #                                                             reframe.log, output/, stage/ (failures only),
 #                                                             post/ (detection, plots, HTML, Darshan index)
@@ -66,6 +68,9 @@ for ((i = 1; i < ${#names[@]}; i += 2)); do
         || usage_error "bad --name regular expression '${names[i]}'"
 done
 command -v "$REFRAME" >/dev/null || usage_error "reframe not found: '$REFRAME'"
+# The configs and checks import `iobench_lib` and `postprocess` as installed (ci/setup.sh runs
+# `pip install -e .`): they must be this checkout's, or the night would run another's code.
+msg="$("$PYTHON" "$REPO/ci/installed_here.py" 2>&1)" || usage_error "$msg"
 [[ -z "$results" ]] && usage_error "empty results directory ''"
 if [[ -e "$results" && ! -d "$results" ]]; then usage_error "results path is not a directory '$results'"; fi
 
@@ -88,9 +93,9 @@ else
 fi
 
 # ---- run directory lifecycle (docs/operations.md) -----------------------------------------------------
-# INCOMPLETE from the start; COMPLETE (with the exit status) only at the very end. perflogs.start and,
-# when stopped by a signal, perflogs.end record each history perflog's size, so postprocess can leave
-# out the lines of a run that never completed (postprocess/history/nightly_runs.py).
+# INCOMPLETE from the start; COMPLETE (with the exit status) only at the very end, right after the run's
+# file of the results store is written (`postprocess store-run`): a night that did not complete never
+# enters the history.
 env_error() { echo "nightly.sh: error: $*" >&2; exit 1; }
 reason() { local m; m="$(LC_ALL=C "$@" 2>&1 >/dev/null)" && return 0; echo "${m##*: }"; return 1; }
 # write_probe DIR: why a small file cannot be written there (empty if it can).
@@ -110,11 +115,6 @@ run="$results/runs/$name"
 stage=start
 killed=""
 child=""
-snapshot() {    # snapshot start|end: size of every history perflog, by file identity (dev:inode)
-    find "$results/perflogs" -type f \( -name '*.log' -o -name '*.log.h[0-9]*' \) \
-        -printf '%D:%i\t%s\t%P\n' > "$run/.perflogs.$1.tmp" 2>/dev/null \
-        && mv -f "$run/.perflogs.$1.tmp" "$run/perflogs.$1"
-}
 mark() {        # mark FILE TEXT: write a marker atomically
     printf '%s\n' "$2" > "$run/.$1.tmp" 2>/dev/null && mv -f "$run/.$1.tmp" "$run/$1"
 }
@@ -127,19 +127,18 @@ while IFS= read -r -d '' f; do
     fi
 done < <(find "$results/perflogs" -type f \( -name '*.log' -o -name '*.log.h[0-9]*' \) -print0)
 mark INCOMPLETE "started $(date -u +%FT%TZ) pid $$; still running, killed or crashed until COMPLETE replaces this" \
-    && snapshot start && mkdir -p "$run/post" \
+    && mkdir -p "$run/post" \
     || env_error "cannot write run directory '$run': $(write_probe "$run")"
 for other in "$results"/runs/*/INCOMPLETE; do
     [[ -e "$other" && "$other" != "$run/INCOMPLETE" ]] || continue
-    say "note: run $(basename "$(dirname "$other")") did not complete ($(tail -n1 "$other")); its perflog lines are not counted"
+    say "note: run $(basename "$(dirname "$other")") did not complete ($(tail -n1 "$other")); it is not in the history"
 done
 ln -sfn "runs/$name" "$results/latest"
-export IOREGRESS_THIS_RUN="$run"                  # postprocess counts this run's lines though not COMPLETE
-export IOREGRESS_CACHE="${IOREGRESS_CACHE:-$results/cache/ingest}"   # incremental ingest cache
-# ReFrame's results DB of this results tree: stock `reframe --list-stored-sessions` reads it, and
-# postprocess reads history from it as well as from the perflogs (docs/nightly.md).
+export IOREGRESS_STORE="$results/store"           # the history (postprocess/history/store.py)
+export IOREGRESS_THIS_RUN="$run"                  # postprocess counts this run's report though not stored yet
+# ReFrame's results DB of this results tree: stock `reframe --list-stored-sessions` reads it
+# (docs/nightly.md); postprocess reads the results store.
 results_db="${IOREGRESS_RESULTS_DB:-$results/reframe.db}"
-db_args=()
 if [[ "$results_db" == off ]]; then
     export RFM_ENABLE_RESULTS_STORAGE=n
 else
@@ -152,19 +151,25 @@ run_child() { set -m; "$@" & child=$!; set +m; wait "$child"; local st=$?; child
 on_signal() {   # on_signal NAME NUMBER
     trap '' TERM INT
     killed="SIG$1"
-    say "stopped by SIG$1 during $stage: $run stays INCOMPLETE, its perflog lines will not count"
+    say "stopped by SIG$1 during $stage: $run stays INCOMPLETE and out of the history"
     if [[ -n "$child" ]]; then
         kill -TERM -- "-$child" 2>/dev/null
         for _ in $(seq 60); do kill -0 "$child" 2>/dev/null || break; sleep 0.5; done
         kill -KILL -- "-$child" 2>/dev/null
     fi
-    snapshot end
     mark INCOMPLETE "stopped by SIG$1 during $stage at $(date -u +%FT%TZ)"
     exit $((128 + $2))
 }
-on_exit() {     # the very end: COMPLETE with the exit status (not after a signal)
+on_exit() {     # the very end: the run into the results store, then COMPLETE (not after a signal)
     local st=$?
     [[ -n "$killed" ]] && return
+    if [[ -e "$run/report.json" ]] && ! (cd "$REPO" && "$PYTHON" -m postprocess store-run --run "$run" \
+                                        --store "$results/store"); then
+        echo "nightly.sh: FAILED: tonight's runs could not be written to the results store '$results/store'" >&2
+        st=1
+        mark INCOMPLETE "its runs could not be written to the results store at $(date -u +%FT%TZ)"
+        exit 1
+    fi
     if mark COMPLETE "exit status $st at $(date -u +%FT%TZ)"; then
         rm -f "$run/INCOMPLETE"
     else
@@ -192,6 +197,14 @@ for p in (json.JSONDecoder().raw_decode(text[i:])[0] if i >= 0 else []):
 "$PYTHON" "$REPO/reframe_checks/iobench_lib/scratch.py" --older-than-hours "$sweep_hours" "${sweep_roots[@]}" \
     || say "scratch sweep failed (status $?): continuing"
 
+# ---- history from before the results store: imported once (docs/operations.md) ---------------------
+if ! compgen -G "$results/store/system=*/year=*/*.parquet" >/dev/null \
+        && [[ -n "$(find "$results/perflogs" -type f -name '*.log*' -print -quit 2>/dev/null)" ]]; then
+    say "no results store yet: importing the history perflogs into $results/store"
+    (cd "$REPO" && "$PYTHON" -m postprocess import --perflogs "$results/perflogs" --store "$results/store") \
+        || say "import of the history perflogs failed (status $?): tonight is judged on what the store holds"
+fi
+
 # ---- 1. the suite ----------------------------------------------------------------------------------------
 say "running the $tag suite on $system -> $run"
 start=$SECONDS
@@ -210,19 +223,22 @@ suite() {
 run_child suite
 rf_status=$?
 say "reframe exit status $rf_status after $((SECONDS - start)) s"
+failed_steps=()     # what failed tonight, named to postprocess notify (--failed-step)
+((rf_status)) && failed_steps+=(reframe)
 # ReFrame only logs a perflog it could not write (e.g. a full disk) and may still exit 0: fail the night.
-if ! snapshot after-reframe; then
+if ! mark reframe.status "$rf_status"; then
     say "FAILED: cannot write the run directory '$run': $(write_probe "$run")"
     ((rf_status)) || rf_status=1
+    failed_steps+=(perflogs)
 elif grep -q -m1 -e 'No space left on device' -e '--- Logging error ---' "$run/reframe.out"; then
     say "FAILED: the history perflogs were not fully written: $(grep -o -m1 'No space left on device\|--- Logging error ---' "$run/reframe.out")"
     ((rf_status)) || rf_status=1
+    failed_steps+=(perflogs)
 fi
 stage=postprocess
-# ReFrame only warns when it cannot store the session: say so (the perflogs still hold the night).
+# ReFrame only warns when it cannot store the session: say so (the results store still gets the night).
 grep -q -m1 'failed to store results in the database' "$run/reframe.out" \
     && say "warning: tonight's session is not in the results DB '$results_db' (see reframe.out)"
-[[ "$results_db" != off && -s "$results_db" ]] && db_args=(--db "$results_db")
 
 # ---- 2. postprocess (whatever this checkout has) -------------------------------------------------------
 # have CMD: the postprocess CLI offers CMD (its registry lists it and CMD --help works).
@@ -239,20 +255,21 @@ post() {
 
 regression=0
 post_failed=0
-post darshan-index "$run" -o "$run/post/darshan" -j 2 || post_failed=1
-post detect --perflogs "$results/perflogs" "${db_args[@]}" --system "$system" --runs "$results/runs" \
+post darshan-index "$run" -o "$run/post/darshan" -j 2 || { post_failed=1; failed_steps+=(darshan-index); }
+post detect --store "$results/store" --system "$system" --runs "$results/runs" \
     --json "$run/post/detect.json" \
     > "$run/post/detect.txt" 2>&1
 detect_status=$?
 cat "$run/post/detect.txt"
 if ((detect_status > 1)); then
-    post_failed=1
+    post_failed=1; failed_steps+=(detect)
     say "postprocess detect failed (status $detect_status)"
 elif [[ -e "$run/post/detect.json" ]]; then
     # Tonight's verdict (postprocess/detect/verdict.py) -> $run/post/verdict.json: the findings about
-    # the checks this run ran. Flags are re-run right away, as tonight ran them, into the run
-    # directory (never the history: no fake night); a flag that does not reproduce is `unconfirmed`
-    # (shown, exit 0). Killed meanwhile: verdict.json says "confirmation": "pending".
+    # the checks this run ran. The checks behind tonight's far nights are re-run right away, as
+    # tonight ran them, into the run directory (never the history: no fake night; later nights
+    # read it as that night's data): a far night its re-run reproduces, fio steady, is a step.
+    # Killed meanwhile: verdict.json says "confirmation": "pending".
     confirm_repeat="${IOREGRESS_CONFIRM_REPEAT:-10}"      # 0: no confirmation re-run
     [[ "$confirm_repeat" =~ ^[0-9]+$ ]] || { say "bad IOREGRESS_CONFIRM_REPEAT '$confirm_repeat', using 10"; confirm_repeat=10; }
     verdict() { (cd "$REPO" && "$PYTHON" -m postprocess verdict --detect "$run/post/detect.json" \
@@ -260,9 +277,9 @@ elif [[ -e "$run/post/detect.json" ]]; then
     rerun_list=()
     ((confirm_repeat > 0)) && rerun_list=(--rerun-list "$run/post/rerun.txt" --rerun-runs "$run/post/rerun.runs"
                                           --confirm-repeat "$confirm_repeat")
-    verdict "${rerun_list[@]}" --runs "$results/runs"      # a change confirmed before: not re-run
+    verdict "${rerun_list[@]}" --runs "$results/runs"
     verdict_status=$?
-    if ((verdict_status == 3 && confirm_repeat > 0)) && [[ -s "$run/post/rerun.txt" ]]; then
+    if ((verdict_status != 2 && confirm_repeat > 0)) && [[ -s "$run/post/rerun.txt" ]]; then
         stage=confirmation
         selectors=()
         while read -r sel; do [[ -n "$sel" ]] && selectors+=(-n "$sel"); done < "$run/post/rerun.txt"
@@ -278,25 +295,29 @@ elif [[ -e "$run/post/detect.json" ]]; then
                 --perflogdir "$run/confirm/perflogs" --report-file "$run/confirm/report.json" --nocolor \
                 "${extra[@]}") > "$run/confirm/reframe.out" 2>&1
         }
-        run_child confirm_suite || say "confirmation re-run: reframe status $? (flags it did not re-run stay)"
+        run_child confirm_suite || say "confirmation re-run: reframe status $? (nights it did not re-run stay as they were)"
         stage=postprocess
-        verdict --confirm-perflogs "$run/confirm/perflogs" --perflogs "$results/perflogs" "${db_args[@]}" \
+        verdict --confirm-perflogs "$run/confirm/perflogs" --store "$results/store" \
             --system "$system" --runs "$results/runs"
         verdict_status=$?
     fi
-    case $verdict_status in 0) ;; 3) regression=1 ;; *) post_failed=1; say "could not judge tonight (verdict status $verdict_status)" ;; esac
+    case $verdict_status in
+        0) ;;
+        3) regression=1 ;;
+        *) post_failed=1; failed_steps+=(verdict); say "could not judge tonight (verdict status $verdict_status)" ;;
+    esac
 else    # status 1 is also an environment fault (e.g. a full disk): no findings file, no judgement
-    post_failed=1
+    post_failed=1; failed_steps+=(detect)
     say "postprocess detect wrote no findings (status $detect_status)"
 fi
 darshan_link=()
 [[ -e "$run/post/darshan/index.html" ]] && darshan_link=(--darshan-index "$run/post/darshan/index.html")
-post report --perflogs "$results/perflogs" "${db_args[@]}" --system "$system" -o "$run/post/report" "${darshan_link[@]}" \
-    || post_failed=1
+post report --store "$results/store" --system "$system" -o "$run/post/report" "${darshan_link[@]}" \
+    || { post_failed=1; failed_steps+=(report); }
 
 # ---- 3. verdict ------------------------------------------------------------------------------------------
 echo
-say "results: $run (report.json, JUnit junit.xml, post/); perflogs: $results/perflogs"
+say "results: $run (report.json, JUnit junit.xml, post/); history: $results/store"
 # The verdict for a person: counts, each regression / system-wide change / failure, the page's file:// URL.
 (cd "$REPO" && "$PYTHON" -m postprocess summary --run "$run") \
     || say "could not summarise the run (see above); html: $run/post/report/index.html"
@@ -307,7 +328,10 @@ status=0
 # VictoriaMetrics, a message to IOREGRESS_NOTIFY on a red night and once when green again.
 post export-findings --run "$run" --system "$system" --config "$config" \
     || say "export-findings failed (status $?): the night's status is unchanged"
-[[ -n "${IOREGRESS_NOTIFY:-}" ]] && { post notify --run "$run" --system "$system" --status "$status" \
+# A failed night's message names what failed: the checks (report.json) and these steps.
+step_args=()
+((status == 1)) && for s in "${failed_steps[@]}"; do step_args+=(--failed-step "$s"); done
+[[ -n "${IOREGRESS_NOTIFY:-}" ]] && { post notify --run "$run" --system "$system" --status "$status" "${step_args[@]}" \
     || say "notify failed (status $?): the night's status is unchanged"; }
 if ((rf_status != 0)); then
     say "FAILED: reframe reported failures (status $rf_status)"

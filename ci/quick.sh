@@ -7,6 +7,8 @@ set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=${PYTHON:-python3}
 OUT=${IOREGRESS_RESULTS:-$REPO/results/quick-$(date -u +%Y%m%dT%H%M%SZ)}
+# the configs and checks import this checkout's installed packages (ci/setup.sh: pip install -e .)
+"$PYTHON" "$REPO/ci/installed_here.py" || exit 2
 mkdir -p "$OUT" || exit 2
 OUT=$(cd "$OUT" && pwd)
 cd "$OUT" || exit 2   # reframe.log is written to the working directory

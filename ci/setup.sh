@@ -20,15 +20,21 @@ APT_PACKAGES+=(chromium-driver)
 PIP_PACKAGES+=(jinja2==3.1.6 bokeh==3.9.2 tqdm==4.70.1 selenium==4.40.0)   # selenium 4.52 needs an unreleased certifi
 # Nightly verdicts (postprocess/detect): rank tests, MAD, t tails, Benjamini-Hochberg.
 PIP_PACKAGES+=(scipy==1.17.1)
+# The results store (postprocess/history/store.py): DuckDB reads and writes its Parquet files; the
+# DuckDB CLI of the same version is what a site queries it with (docs/operations.md, its test).
+PIP_PACKAGES+=(duckdb==1.5.6 duckdb-cli==1.5.6)
 # Darshan insights (postprocess/darshan/insights.py): Drishti's analysis of every log.
 PIP_PACKAGES+=(drishti-io==0.8)
-# Change points (postprocess/detect/changepoint.py): Apache Otava's E-divisive. Installed without
+# Apache Otava's E-divisive: the change-point verdict bench/production_replay.py sets beside ours. Installed without
 # its dependencies: it pins numpy 2.2 / scipy 1.16 for its service parts (BigQuery, Grafana,
 # Slack...), while otava.analysis needs only numpy and scipy.stats, which the lines above pin.
 PIP_NODEPS=(apache-otava==0.8.0)
 # Results where sites look (docs/nightly.md): Apprise sends the red/green message; aiosmtpd is the
 # real SMTP server its test talks to; VictoriaMetrics is the time-series store the export test runs.
 PIP_PACKAGES+=(apprise==2.2.0 aiosmtpd==1.4.6)
+# ioregress itself is installed editable without build isolation (below): setuptools >= 64 builds
+# it (Debian 12 has 66), and setuptools < 70 needs wheel for that (0.46 on relies on setuptools 70).
+PIP_PACKAGES+=(wheel==0.45.1)
 APT_PACKAGES+=(victoria-metrics)
 # Tests that read what iobench asks of the kernel (O_DIRECT opens, each ADIOS2 rank's fsyncs): strace;
 # without it they skip, and a fresh image need not have it.
@@ -83,6 +89,15 @@ mapfile -t nodeps_missing < <(pip_specs_missing "${PIP_NODEPS[@]}")
 if ((${#nodeps_missing[@]})); then
     echo "ci/setup.sh: pip install --no-deps ${nodeps_missing[*]}"
     "$PY" -m pip install -q --no-deps "${PIP_FLAGS[@]}" "${nodeps_missing[@]}"
+fi
+
+# ioregress itself, editable: `postprocess` and `iobench_lib` (reframe_checks/iobench_lib) then import
+# from anywhere, as the system configs, the checks, tests and bench do. Its dependencies are the pins
+# above (--no-deps); skipped when this checkout is what is installed already.
+if ! "$PY" "$REPO/ci/installed_here.py" 2>/dev/null; then
+    echo "ci/setup.sh: pip install -e $REPO"
+    "$PY" -m pip install -q --no-deps --no-build-isolation "${PIP_FLAGS[@]}" -e "$REPO"
+    "$PY" "$REPO/ci/installed_here.py"
 fi
 
 # --- optional libraries: the ADIOS2 build (ci/build_adios2.sh) goes here ---

@@ -3,13 +3,16 @@
 One file per system lives in ``configs/systems/<name>.py`` and defines ``site_configuration`` with
 ``systems`` (one system) and ``environments``. This file merges them, puts the catch-all ``local``
 system last (its hostname pattern matches any host), and owns logging: the perflog line format is a
-contract with ``postprocess/`` (docs/CONTRACT.md section 3).
+contract with ``postprocess/`` (docs/CONTRACT.md section 3). The system files and this one import the
+installed packages (``iobench_lib``, ``postprocess``: ci/setup.sh runs ``pip install -e .``).
 
 Use: ``reframe -C configs/settings.py -c reframe_checks -r --tag quick``
 """
 import importlib.util
 import os
 import pathlib
+
+from postprocess.export import victoriametrics
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _SYSTEMS_DIR = _HERE / 'systems'
@@ -35,14 +38,6 @@ def _all_systems():
 
 
 _systems, _environments = _all_systems()
-
-
-def _load_victoriametrics():
-    path = _HERE.parent / 'postprocess' / 'export' / 'victoriametrics.py'
-    spec = importlib.util.spec_from_file_location('ioregress_victoriametrics', path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _exports(systems):
@@ -85,11 +80,9 @@ def _logging():
     """The perflog file for every system; a system with an export URL also sends each performance
     value to VictoriaMetrics (ReFrame's httpjson handler; the first entry naming a system wins)."""
     entries = []
-    if _export_urls:
-        vm = _load_victoriametrics()
-        for name, url in _export_urls.items():
-            entries.append({'target_systems': [name], 'level': 'debug', 'handlers': _HANDLERS,
-                            'handlers_perflog': [_PERFLOG_FILE, vm.httpjson_handler(url)]})
+    for name, url in _export_urls.items():
+        entries.append({'target_systems': [name], 'level': 'debug', 'handlers': _HANDLERS,
+                        'handlers_perflog': [_PERFLOG_FILE, victoriametrics.httpjson_handler(url)]})
     entries.append({'level': 'debug', 'handlers': _HANDLERS, 'handlers_perflog': [_PERFLOG_FILE]})
     return entries
 

@@ -15,6 +15,7 @@ from postprocess.common.errors import InputFault, UsageError, describe_os_error
 
 SUBCOMMANDS = [
     'postprocess.history.cli:register',     # ingest
+    'postprocess.history.store_cli:register',   # import, store-run
     'postprocess.detect.cli:register',      # detect
     'postprocess.references.cli:register',  # calibrate
     'postprocess.report.cli:register',      # plots, report

@@ -3,7 +3,7 @@
 Why: a night's bandwidth depends on the machine's load as much as on the I/O library. Measuring
 the storage with a plain, library-free tool in the same ReFrame run lets postprocess/ report every
 library's figure as efficiency = bandwidth / that night's baseline median, and detect regressions
-on efficiency (bench/detection.py shows this removes most load-driven false alarms).
+on efficiency.
 
 Measurement (DESIGN.md rules): per repetition new files `fio_base.rep<k>.<job>`:
   write: fio sequential write, psync, `end_fsync=1` -- fio 3.x counts the final fsync in the job's

@@ -12,8 +12,8 @@ would take archer2:compute and jureca-dc:dc-cpu-spack past their budgets, docs/s
 series is the create phase, its `read` series the open+close phase (ops/s: docs/CONTRACT.md §3).
 It runs as 8 iobench processes, each in its own directory, their repetitions one measurement
 (iobench_lib/processes.py): the rate moved 9-17 % from one process to the next here, 0-3 % from
-one round of them to the next (bench/process_wander.py), so one process's rate is mostly that
-process's luck; a machine state that outlasts the check is the night's (docs/replays-runs32.md).
+one round of them to the next, so one process's rate is mostly that
+process's luck; a machine state that outlasts the check is the night's.
 
 MDDatasets (seed 003, Exodus-like): one HDF5 file with 1000 datasets and 2100 attributes, collective
 metadata off/on; open, define, write and close timed separately. size = doubles per rank per dataset.

@@ -4,8 +4,8 @@
  * block into their own buffer on put anyway, so packing it ourselves would only add a second copy.
  * ADIOS2 never fsyncs: sync() closes the engine (the metadata is written at close) and then fsyncs
  * the files the engine wrote, all inside the timer: each rank the subfiles it held open, rank 0 the
- * metadata files. ADIOS2 reports errors only on stderr, so each
- * call's stderr is captured (and re-emitted) to put the library's own words into the message. */
+ * metadata files. ADIOS2 reports errors only on stderr: each call goes through A2/A2P (adios2_msg.h),
+ * which put the library's own words into the message. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <adios2_c.h>
 #include "iobench.h"
-#include "stderr_capture.h"
+#include "adios2_msg.h"
 
 typedef struct {
     adios2_adios *adios;
@@ -27,122 +27,41 @@ typedef struct {
     void **packed;          /* hdf5 engine reads: packed block per variable (no memory selection) */
 } a2_state;
 
-/* ---- ADIOS2's message ------------------------------------------------------------------------- */
-/* "[Sun Nov 22 03:43:07 2026]": ADIOS2's timestamp, not part of the message. */
-static int is_stamp(const char *p)
-{
-    const char *e = strchr(p, ']');
-    return p[0] == '[' && e && e - p == 25 && p[14] == ':' && p[17] == ':';
-}
-
-/* The captured text as one line without colour codes and timestamps (ADIOS2 nests the engine's
- * exception inside the binding's error). */
-static void cap_end(char *msg, size_t n)
-{
-    char buf[8192];
-    cap_take(buf, sizeof buf);
-    char *o = buf;
-    for (char *i = buf; *i; i++) {
-        if (*i == '\033' && i[1] == '[') { /* ESC [ ... m */
-            while (i[1] && *i != 'm')
-                i++;
-            continue;
-        }
-        if (is_stamp(i)) {
-            i = strchr(i, ']') + (strchr(i, ']')[1] == ' ');
-            continue;
-        }
-        *o++ = (*i == '\n' || *i == '\r') ? ' ' : *i;
-    }
-    while (o > buf && o[-1] == ' ')
-        o--;
-    *o = '\0';
-    snprintf(msg, n, "%.*s", (int)n - 1, buf + strspn(buf, " "));
-}
-
-static int a2fail(iob_ctx *c, const char *call, const char *captured)
-{
-    return iob_fail(c, "%s: %s", call, captured[0] ? captured : "ADIOS2 call failed (no message)");
-}
-
-/* Run an adios2_error call with its stderr captured; on error record it and take `fail`. */
-#define A2(c, call, expr)                                                                         \
-    do {                                                                                          \
-        char msg_[IOB_ERRLEN];                                                                    \
-        cap_begin();                                                                              \
-        adios2_error e_ = (expr);                                                                 \
-        cap_end(msg_, sizeof msg_);                                                               \
-        if (e_ != adios2_error_none) {                                                            \
-            a2fail(c, call, msg_);                                                                \
-            goto fail;                                                                            \
-        }                                                                                         \
-    } while (0)
-/* Same for calls that return a handle (NULL on error). */
-#define A2P(c, call, lhs, expr)                                                                   \
-    do {                                                                                          \
-        char msg_[IOB_ERRLEN];                                                                    \
-        cap_begin();                                                                              \
-        lhs = (expr);                                                                             \
-        cap_end(msg_, sizeof msg_);                                                               \
-        if (!(lhs)) {                                                                             \
-            a2fail(c, call, msg_);                                                                \
-            goto fail;                                                                            \
-        }                                                                                         \
-    } while (0)
-
 /* ---- modes, params ------------------------------------------------------------------------------ */
 static const char *engine_type(const char *mode)
 {
     return strcmp(mode, "bp4") == 0 ? "BP4" : strcmp(mode, "hdf5") == 0 ? "HDF5" : "BP5";
 }
 
-static const char *const bp5_keys[] = {"NumAggregators", "AggregatorRatio", "NumSubFiles", "AggregationType",
-                                       "BufferChunkSize", "AsyncWrite", "BurstBufferPath", "DirectIO",
-                                       "StatsLevel", NULL};
-static const char *const bp4_keys[] = {"NumAggregators", "AggregatorRatio", "BurstBufferPath",
-                                       "BurstBufferDrain", "InitialBufferSize", "MaxBufferSize",
-                                       "CollectiveMetadata", "StatsLevel", NULL};
-static const char *const hdf5_keys[] = {"H5CollectiveMPIO", NULL};
-static const char *const all_keys[] = {"NumAggregators", "AggregatorRatio", "NumSubFiles", "AggregationType",
-                                       "BufferChunkSize", "AsyncWrite", "BurstBufferPath", "DirectIO",
-                                       "StatsLevel", "BurstBufferDrain", "InitialBufferSize", "MaxBufferSize",
-                                       "CollectiveMetadata", "H5CollectiveMPIO", NULL};
+/* Engine parameters, set with adios2_set_parameter as given; ADIOS2 checks the values (its message
+ * names them) except where it would take a bad one silently. Absent: ADIOS2's defaults. */
+#define BP "bp5|bp4"
+static const iob_option options[] = {
+    {"NumAggregators", IOB_OPT_STRING, NULL, .help = "ranks that write subfiles", .modes = BP},
+    {"AggregatorRatio", IOB_OPT_INT, NULL, .help = "ranks per aggregator (divides the rank count)", .min = 1, .modes = BP},
+    {"NumSubFiles", IOB_OPT_STRING, NULL, .help = "subfiles", .modes = "bp5"},
+    {"AggregationType", IOB_OPT_STRING, NULL, .help = "EveryoneWrites, EveryoneWritesSerial, TwoLevelShm", .modes = "bp5"},
+    {"BufferChunkSize", IOB_OPT_STRING, NULL, .help = "bytes per buffer chunk", .modes = "bp5"},
+    {"AsyncWrite", IOB_OPT_STRING, NULL, .help = "write in a thread after EndStep", .modes = "bp5"},
+    {"BurstBufferPath", IOB_OPT_STRING, NULL, .help = "node-local directory written first", .modes = BP},
+    {"DirectIO", IOB_OPT_STRING, NULL, .help = "O_DIRECT for the subfiles", .modes = "bp5"},
+    {"StatsLevel", IOB_OPT_STRING, NULL, .help = "min/max statistics per block (0: none)", .modes = BP},
+    {"BurstBufferDrain", IOB_OPT_STRING, NULL, .help = "drain the burst buffer to the target", .modes = "bp4"},
+    {"InitialBufferSize", IOB_OPT_STRING, NULL, .help = "bytes of the first buffer", .modes = "bp4"},
+    {"MaxBufferSize", IOB_OPT_STRING, NULL, .help = "bytes of buffer at most", .modes = "bp4"},
+    {"CollectiveMetadata", IOB_OPT_STRING, NULL, .help = "aggregate metadata collectively", .modes = "bp4"},
+    /* the HDF5 engine takes any other value as "independent" without a word */
+    {"H5CollectiveMPIO", IOB_OPT_ENUM, NULL, .help = "collective MPI-IO data transfers", .values = "yes|no|true|false",
+     .modes = "hdf5"},
+    {0}};
 
-static int listed(const char *const *l, const char *k)
-{
-    for (; *l; l++)
-        if (strcmp(*l, k) == 0)
-            return 1;
-    return 0;
-}
-
+/* What the option table cannot judge: AggregatorRatio must divide the rank count. */
 static int check(const iob_opts *o, int nranks, char *err, size_t errlen)
 {
-    const char *mode = o->mode ? o->mode : "bp5";
-    const char *const *keys = strcmp(mode, "bp4") == 0 ? bp4_keys : strcmp(mode, "hdf5") == 0 ? hdf5_keys : bp5_keys;
-    for (int i = 0; i < o->params.n; i++) {
-        const char *k = o->params.kv[i].key, *v = o->params.kv[i].value;
-        if (!listed(all_keys, k))
-            continue; /* a pattern's key */
-        if (!listed(keys, k)) {
-            snprintf(err, errlen, "adios2 param not used by engine %s '%s'", engine_type(mode), k);
-            return IOB_BADINPUT;
-        }
-        if (strcmp(k, "AggregatorRatio") == 0) {
-            char *end;
-            errno = 0;
-            long r = strtol(v, &end, 10);
-            if (errno || *end || end == v || r < 1 || nranks % r) {
-                snprintf(err, errlen, "adios2 param AggregatorRatio must divide the %d ranks '%s'", nranks, v);
-                return IOB_BADINPUT;
-            }
-        }
-        /* the HDF5 engine treats any other value as "independent" without a word */
-        if (strcmp(k, "H5CollectiveMPIO") == 0 && strcmp(v, "yes") && strcmp(v, "no") && strcmp(v, "true") &&
-            strcmp(v, "false")) {
-            snprintf(err, errlen, "adios2 param H5CollectiveMPIO (yes|no|true|false) '%s'", v);
-            return IOB_BADINPUT;
-        }
+    const char *v = iob_kv_get(&o->params, "AggregatorRatio");
+    if (v && nranks % iob_param_int(o, "AggregatorRatio")) {
+        snprintf(err, errlen, "adios2 param AggregatorRatio must divide the %d ranks '%s'", nranks, v);
+        return IOB_BADINPUT;
     }
     return IOB_OK;
 }
@@ -179,7 +98,7 @@ static int a2_open(iob_ctx *c, int writing)
     A2(c, "adios2_set_parameter(Profile=Off)", adios2_set_parameter(s->io, "Profile", "Off"));
     for (int i = 0; i < c->opt->params.n; i++) {
         const iob_kv *kv = &c->opt->params.kv[i];
-        if (!listed(all_keys, kv->key))
+        if (!iob_option_find(options, kv->key))
             continue;
         snprintf(call, sizeof call, "adios2_set_parameter(%s=%s)", kv->key, kv->value);
         A2(c, call, adios2_set_parameter(s->io, kv->key, kv->value));
@@ -187,7 +106,7 @@ static int a2_open(iob_ctx *c, int writing)
     /* the engine parses its parameters in open, and its message may not name the one it chokes on */
     size_t len = (size_t)snprintf(call, sizeof call, "adios2_open(%s, %s", s->target, writing ? "write" : "read");
     for (int i = 0, k = 0; i < c->opt->params.n && len < sizeof call; i++)
-        if (listed(all_keys, c->opt->params.kv[i].key))
+        if (iob_option_find(options, c->opt->params.kv[i].key))
             len += (size_t)snprintf(call + len, sizeof call - len, "%s%s=%s", k++ ? ", " : "; ",
                                     c->opt->params.kv[i].key, c->opt->params.kv[i].value);
     if (len < sizeof call)
@@ -268,13 +187,6 @@ fail:
     return IOB_FAIL;
 }
 
-/* Copy one run of the packed block (arg) to its place in the halo'd buffer. */
-static int unpack_run(void *packed, int64_t off, void *mem, int64_t bytes)
-{
-    memcpy(mem, (char *)packed + off, (size_t)bytes);
-    return 0;
-}
-
 static int a2_read(iob_ctx *c)
 {
     a2_state *s = c->backend_state;
@@ -321,32 +233,15 @@ static int a2_read(iob_ctx *c)
     }
     A2(c, "adios2_end_step", adios2_end_step(s->engine)); /* performs the deferred gets */
     c->moved += got;
-    for (int i = 0; hdf5 && i < c->nvars; i++) {
-        const iob_var *v = &c->vars[i];
-        if (!s->packed[i])
-            continue;
-        iob_var packed = *v; /* unpack: the packed block is a "file" holding just this block */
-        for (int d = 0; d < v->ndims; d++)
-            packed.gdims[d] = v->count[d], packed.start[d] = 0;
-        packed.file_offset = 0;
-        iob_var_foreach_run(&packed, unpack_run, s->packed[i]);
-    }
+    for (int i = 0; hdf5 && i < c->nvars; i++)
+        if (s->packed[i])
+            iob_var_pack(&c->vars[i], s->packed[i], 0);
     return IOB_OK;
 fail:
     return IOB_FAIL;
 }
 
 /* ---- sync / close ------------------------------------------------------------------------------- */
-static int fsync_path(iob_ctx *c, const char *p)
-{
-    int fd = open(p, O_RDONLY);
-    if (fd < 0)
-        return iob_fail(c, "open(%s) for fsync: %s", p, strerror(errno));
-    int rc = fsync(fd), e = errno;
-    close(fd);
-    return rc == 0 ? IOB_OK : iob_fail(c, "fsync(%s): %s", p, strerror(e));
-}
-
 /* The engine files this rank holds open now (/proc/self/fd): a BP writer keeps the subfile it
  * aggregates into open until close, so these are what this rank's node wrote. Newline-separated. */
 static void held_files(const char *target, char *out, size_t n)
@@ -377,7 +272,7 @@ static int fsync_target(iob_ctx *c, const char *target, int with_metadata, char 
     if (stat(target, &st) != 0)
         return iob_fail(c, "stat(%s) after adios2_close: %s", target, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return c->node_rank == 0 ? fsync_path(c, target) : IOB_OK; /* one file (hdf5 engine): per node */
+        return c->node_rank == 0 ? iob_fsync_path(c, target) : IOB_OK; /* one file (hdf5 engine): per node */
     int rc = IOB_OK;
     DIR *d = with_metadata ? opendir(target) : NULL;
     if (with_metadata && !d)
@@ -390,14 +285,14 @@ static int fsync_target(iob_ctx *c, const char *target, int with_metadata, char 
             continue;
         p[strlen(p) - 1] = '\0';
         if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
-            rc = fsync_path(c, p);
+            rc = iob_fsync_path(c, p);
     }
     if (d)
         closedir(d);
     for (char *p = held, *nl; rc == IOB_OK && (nl = strchr(p, '\n')); p = nl + 1) {
         *nl = '\0';
         if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
-            rc = fsync_path(c, p);
+            rc = iob_fsync_path(c, p);
     }
     return rc;
 }
@@ -472,8 +367,7 @@ static void versions(iob_kvlist *out)
 
 static const char *const modes[] = {"bp5", "bp4", "hdf5", NULL};
 const iob_backend iob_backend_adios2 = {
-    .name = "adios2", .modes = modes, .param_keys = all_keys, .check = check, .files = files,
+    .name = "adios2", .modes = modes, .options = options, .check = check, .files = files,
     .open = a2_open, .write = a2_write, .read = a2_read, .sync = a2_sync, .close = a2_close,
     .versions = versions,
-    .help = "engine parameters, ADIOS2's defaults when absent: bp5 NumAggregators, AggregatorRatio, NumSubFiles, AggregationType, BufferChunkSize, AsyncWrite, BurstBufferPath, DirectIO, StatsLevel; bp4 NumAggregators, AggregatorRatio, BurstBufferPath, BurstBufferDrain, InitialBufferSize, MaxBufferSize, CollectiveMetadata, StatsLevel; hdf5 H5CollectiveMPIO",
 };

@@ -3,7 +3,7 @@
  * (H5Pset_dxpl_mpio), H5Fflush(GLOBAL) inside the timer. Every H5* call is checked and the HDF5 error
  * stack is captured into the message. A variable with xfer set (pattern ior) is accessed as IOR's HDF5
  * backend does: one hyperslab H5Dwrite/H5Dread of xfer bytes per call, in file order.
- * Params: alignment, meta_block_size, coll_metadata. */
+ * Params: the table at the end. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,52 +47,10 @@ static int files(const iob_ctx *c, char paths[][4096], int max)
     return 1;
 }
 
-static int parse_u64(const char *s, unsigned long long *out)
+static int alignment_ok(const char *v)
 {
-    char *end;
-    if (!s || !*s || *s == '-' || *s == '+')
-        return -1;
-    errno = 0;
-    *out = strtoull(s, &end, 10);
-    return (errno || *end) ? -1 : 0;
-}
-
-/* alignment=ALIGN or THRESH,ALIGN (ALIGN a power of two). */
-static int parse_alignment(const char *v, unsigned long long *thresh, unsigned long long *align)
-{
-    char buf[128];
-    if (strlen(v) >= sizeof buf)
-        return -1;
-    strcpy(buf, v);
-    char *comma = strchr(buf, ',');
-    *thresh = 1;
-    if (comma) {
-        *comma = '\0';
-        if (parse_u64(buf, thresh))
-            return -1;
-    }
-    if (parse_u64(comma ? comma + 1 : buf, align) || *align == 0 || (*align & (*align - 1)))
-        return -1;
-    return 0;
-}
-
-static int check(const iob_opts *o, int nranks, char *err, size_t errlen)
-{
-    unsigned long long a, b;
-    const char *v;
-    if ((v = iob_kv_get(&o->params, "alignment")) && parse_alignment(v, &a, &b)) {
-        snprintf(err, errlen, "bad hdf5 param alignment (ALIGN or THRESH,ALIGN; ALIGN a power of two) '%s'", v);
-        return IOB_BADINPUT;
-    }
-    if ((v = iob_kv_get(&o->params, "meta_block_size")) && (parse_u64(v, &a) || a == 0)) {
-        snprintf(err, errlen, "bad hdf5 param meta_block_size (> 0) '%s'", v);
-        return IOB_BADINPUT;
-    }
-    if ((v = iob_kv_get(&o->params, "coll_metadata")) && strcmp(v, "0") && strcmp(v, "1")) {
-        snprintf(err, errlen, "bad hdf5 param coll_metadata (0 or 1) '%s'", v);
-        return IOB_BADINPUT;
-    }
-    return IOB_OK;
+    int64_t thresh, align;
+    return iob_alignment(v, &thresh, &align) == 0;
 }
 
 static int h5_open(iob_ctx *c, int writing)
@@ -106,22 +64,22 @@ static int h5_open(iob_ctx *c, int writing)
     s->file = s->fapl = s->dxpl = H5I_INVALID_HID;
     c->backend_state = s;
     MPI_Info info = iob_make_info(o);
-    unsigned long long thresh, align, mbs;
+    int64_t thresh, align;
     const char *v;
     int rc = IOB_OK;
     if ((s->fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0)
         rc = h5fail(c, "H5Pcreate(H5P_FILE_ACCESS)");
     else if (H5Pset_fapl_mpio(s->fapl, c->comm, info) < 0)
         rc = h5fail(c, "H5Pset_fapl_mpio");
-    else if ((v = iob_kv_get(&o->params, "alignment")) && !parse_alignment(v, &thresh, &align) &&
+    else if ((v = iob_kv_get(&o->params, "alignment")) && !iob_alignment(v, &thresh, &align) &&
              H5Pset_alignment(s->fapl, (hsize_t)thresh, (hsize_t)align) < 0)
         rc = h5fail(c, "H5Pset_alignment");
-    else if ((v = iob_kv_get(&o->params, "meta_block_size")) && !parse_u64(v, &mbs) &&
-             H5Pset_meta_block_size(s->fapl, (hsize_t)mbs) < 0)
+    else if (iob_kv_get(&o->params, "meta_block_size") &&
+             H5Pset_meta_block_size(s->fapl, (hsize_t)iob_param_int(o, "meta_block_size")) < 0)
         rc = h5fail(c, "H5Pset_meta_block_size");
-    else if ((v = iob_kv_get(&o->params, "coll_metadata")) &&
-             (H5Pset_all_coll_metadata_ops(s->fapl, v[0] == '1') < 0 ||
-              H5Pset_coll_metadata_write(s->fapl, v[0] == '1') < 0))
+    else if (iob_kv_get(&o->params, "coll_metadata") && /* HDF5's default (0) is left alone */
+             (H5Pset_all_coll_metadata_ops(s->fapl, iob_param_int(o, "coll_metadata")) < 0 ||
+              H5Pset_coll_metadata_write(s->fapl, iob_param_int(o, "coll_metadata")) < 0))
         rc = h5fail(c, "H5Pset_all_coll_metadata_ops/H5Pset_coll_metadata_write");
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
@@ -336,10 +294,16 @@ static void versions(iob_kvlist *out)
 }
 
 static const char *const modes[] = {"independent", "collective", NULL};
-static const char *const params[] = {"alignment", "meta_block_size", "coll_metadata", NULL};
+/* Also read by patterns hacc and mddatasets (their files are HDF5 files too). */
+static const iob_option options[] = {
+    {"alignment", IOB_OPT_STRING, NULL, .help = "H5Pset_alignment (HDF5's default: 1, none)", .valid = alignment_ok,
+     .allowed = "ALIGN or THRESH,ALIGN bytes, ALIGN a power of two"},
+    {"meta_block_size", IOB_OPT_INT, NULL, .help = "H5Pset_meta_block_size (HDF5's default: 2048)", .min = 1},
+    {"coll_metadata", IOB_OPT_BOOL, "0", .help = "1: collective metadata reads and writes "
+                                         "(H5Pset_all_coll_metadata_ops, H5Pset_coll_metadata_write)"},
+    {0}};
 const iob_backend iob_backend_hdf5 = {
-    .name = "hdf5", .modes = modes, .param_keys = params, .check = check, .files = files,
+    .name = "hdf5", .modes = modes, .options = options, .files = files,
     .open = h5_open, .write = h5_write, .read = h5_read, .sync = h5_sync, .close = h5_close,
     .versions = versions, .one_xfer_buffer = 1,
-    .help = "alignment (HDF5 default 1: THRESH,ALIGN or ALIGN), meta_block_size (HDF5 default 2048), coll_metadata=0",
 };

@@ -42,7 +42,7 @@ static int mpiio_open(iob_ctx *c, int writing)
     }
     MPI_File_set_errhandler(s->fh, MPI_ERRORS_RETURN);
     /* IOR's create truncates, collectively (aiori-MPIIO.c: MPI_File_set_size(fd, 0) for IOR_TRUNC): the
-     * same call inside the timed open, so both tools' opens do the same work (docs/ior-nodes.md, run 4) */
+     * same call inside the timed open, so both tools' opens do the same work (docs/ior.md) */
     if (writing) {
         snprintf(call, sizeof call, "MPI_File_set_size(%s, 0)", c->path);
         if (iob_mpi_check(c, MPI_File_set_size(s->fh, 0), call)) {
@@ -188,9 +188,7 @@ static int mpiio_close(iob_ctx *c)
 }
 
 static const char *const modes[] = {"independent", "collective", NULL};
-static const char *const no_params[] = {NULL};
 const iob_backend iob_backend_mpiio = {
-    .name = "mpiio", .modes = modes, .param_keys = no_params, .files = files, .open = mpiio_open,
+    .name = "mpiio", .modes = modes, .files = files, .open = mpiio_open,
     .write = mpiio_write, .read = mpiio_read, .sync = mpiio_sync, .close = mpiio_close, .one_xfer_buffer = 1,
-    .help = "no --param keys; MPI-IO hints with --hint KEY=VALUE",
 };

@@ -1,7 +1,10 @@
 /* POSIX backend. fpp: one file per rank (path.<rank>), the block packed in C order. shared: one file
  * holding the global array; each contiguous run goes to its global C-order offset. Runs adjacent in the
  * file are gathered into pwritev/preadv calls (up to IOV_MAX buffers) so halo rows cost no extra calls.
- * Calls move at most IOB_POSIX_BATCH bytes, or exactly a variable's xfer when set (pattern ior). */
+ * Calls move at most IOB_POSIX_BATCH bytes, or exactly a variable's xfer when set (pattern ior).
+ * Reads with O_DIRECT (direct=1, or the driver's c->read_direct on a pagepool cache): a call whose
+ * offset, length or buffers are not block-aligned reads the aligned extent around it into a
+ * page-aligned buffer and copies its bytes out. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,6 +16,7 @@
 #include "iobench.h"
 
 #define MAXIOV 1024 /* IOV_MAX on Linux */
+#define ALIGN 4096  /* O_DIRECT: offsets, lengths and buffers in multiples of the logical block (<= 4 KiB) */
 #ifndef IOB_POSIX_BATCH
 #define IOB_POSIX_BATCH (4LL << 20) /* bytes per call */
 #endif
@@ -25,6 +29,9 @@ typedef struct {
     int niov;
     int64_t off, len; /* file extent of the pending batch */
     int64_t lim;      /* bytes per call: the variable's xfer, else IOB_POSIX_BATCH */
+    int direct;       /* opened with O_DIRECT */
+    char *bounce;     /* O_DIRECT reads of unaligned calls: the aligned extent (bounce_len bytes) */
+    int64_t bounce_len;
 } posix_state;
 
 static int fpp(const iob_ctx *c) { return strcmp(c->opt->mode, "fpp") == 0; }
@@ -53,8 +60,8 @@ static int posix_open(iob_ctx *c, int writing)
     s->c = c;
     s->writing = writing;
     file_name(c, s->file, sizeof s->file);
-    const char *direct = iob_kv_get(&c->opt->params, "direct");
-    int flags = (writing ? O_WRONLY | O_CREAT : O_RDONLY) | (direct && strcmp(direct, "1") == 0 ? O_DIRECT : 0);
+    s->direct = iob_param_int(c->opt, "direct") || (!writing && c->read_direct);
+    int flags = (writing ? O_WRONLY | O_CREAT : O_RDONLY) | (s->direct ? O_DIRECT : 0);
     s->fd = open(s->file, flags, 0644);
     if (s->fd < 0) {
         int e = errno;
@@ -67,9 +74,50 @@ static int posix_open(iob_ctx *c, int writing)
     return IOB_OK;
 }
 
+static int aligned(const posix_state *s)
+{
+    if ((s->off | s->len) % ALIGN)
+        return 0;
+    for (int i = 0; i < s->niov; i++)
+        if (((uintptr_t)s->iov[i].iov_base | s->iov[i].iov_len) % ALIGN)
+            return 0;
+    return 1;
+}
+
+/* O_DIRECT read of a batch that is not block-aligned (benchio's rows, its halo): one pread of the
+ * aligned extent around it, then its bytes copied out; the batch's bytes are what is counted. */
+static int read_bounced(posix_state *s)
+{
+    int64_t lo = s->off / ALIGN * ALIGN, hi = (s->off + s->len + ALIGN - 1) / ALIGN * ALIGN, got = 0;
+    if (hi - lo > s->bounce_len) {
+        free(s->bounce);
+        s->bounce_len = posix_memalign((void **)&s->bounce, ALIGN, (size_t)(hi - lo)) ? 0 : hi - lo;
+        if (!s->bounce_len)
+            return iob_fail(s->c, "posix: out of memory for an O_DIRECT buffer of %lld bytes", (long long)(hi - lo));
+    }
+    while (lo + got < s->off + s->len) {
+        ssize_t r = pread(s->fd, s->bounce + got, (size_t)(hi - lo - got), lo + got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return iob_fail(s->c, "pread(%s, offset %lld, O_DIRECT): %s", s->file, (long long)(lo + got),
+                            r ? strerror(errno) : "unexpected end of file");
+        got += r;
+    }
+    const char *p = s->bounce + (s->off - lo);
+    for (int i = 0; i < s->niov; p += s->iov[i].iov_len, i++)
+        memcpy(s->iov[i].iov_base, p, s->iov[i].iov_len);
+    s->c->moved += s->len;
+    s->niov = 0;
+    s->len = 0;
+    return IOB_OK;
+}
+
 /* Issue the pending batch, looping on short transfers and EINTR. */
 static int flush(posix_state *s)
 {
+    if (s->direct && !s->writing && !aligned(s))
+        return read_bounced(s);
     int64_t done = 0, off = s->off;
     struct iovec *iov = s->iov;
     int n = s->niov;
@@ -185,6 +233,7 @@ static int posix_close(iob_ctx *c)
     c->backend_state = NULL;
     char file[4096];
     snprintf(file, sizeof file, "%s", s->file);
+    free(s->bounce);
     free(s);
     return rc == 0 ? IOB_OK : iob_fail(c, "close(%s): %s", file, strerror(e));
 }
@@ -193,12 +242,7 @@ static int posix_close(iob_ctx *c)
  * aligned, so only pattern ior, whose one transfer buffer is page-aligned (its sizes are checked there). */
 static int check(const iob_opts *o, int nranks, char *err, size_t errlen)
 {
-    const char *v = iob_kv_get(&o->params, "direct");
-    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
-        snprintf(err, errlen, "bad posix param direct (0 or 1) '%s'", v);
-        return IOB_BADINPUT;
-    }
-    if (v && strcmp(v, "1") == 0 && strcmp(o->pattern, "ior") != 0) {
+    if (iob_param_int(o, "direct") && strcmp(o->pattern, "ior") != 0) {
         snprintf(err, errlen, "posix param direct=1 needs --pattern ior (aligned transfers) '%s'", o->pattern);
         return IOB_BADINPUT;
     }
@@ -206,10 +250,12 @@ static int check(const iob_opts *o, int nranks, char *err, size_t errlen)
 }
 
 static const char *const modes[] = {"fpp", "shared", NULL};
-static const char *const params[] = {"direct", NULL};
+static const iob_option options[] = {
+    {"direct", IOB_OPT_BOOL, "0", .help = "1: O_DIRECT for the timed write and read (IOR --posix.odirect); pattern ior, "
+                                  "block and transfer multiples of 4096"},
+    {0}};
 const iob_backend iob_backend_posix = {
-    .name = "posix", .modes = modes, .param_keys = params, .check = check, .files = files,
+    .name = "posix", .modes = modes, .options = options, .check = check, .files = files,
     .open = posix_open, .write = transfer, .read = transfer, .sync = posix_sync, .close = posix_close,
-    .one_xfer_buffer = 1,
-    .help = "direct=0 (1: O_DIRECT, IOR --posix.odirect; pattern ior, block and transfer multiples of 4096)",
+    .one_xfer_buffer = 1, .direct_read = 1,
 };

@@ -7,19 +7,17 @@
  * Reads open the container on a communicator ordered by io_rank, so with rank shift each process
  * reads the chunk another node wrote. SIONlib writes its metadata at sion_parclose_mpi, so sync()
  * closes and then fsyncs the container by path, inside the timer. SIONlib reports errors on stderr
- * only; each call's stderr is captured (and re-emitted) so the message carries the library's text.
+ * only: each call's is captured (sionlib_msg.h) so the message carries the library's text.
  * Independent mode writes and reads in calls of a variable's xfer bytes when the pattern sets one (ior).
- * Params: chunksize (bytes, default this rank's block), fsblksize (-1: SIONlib detects),
- * collsize (collective modes: ranks per collector, -1: SIONlib decides). */
+ * Params: the table at the end. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "iobench.h" /* mpi.h first: sion.h declares the MPI API only when MPI is seen */
 #include <sion.h>
-#include "stderr_capture.h"
+#include "sionlib_msg.h"
 
 #define PIECE (1LL << 30) /* largest single transfer: keeps write()/MPI counts far from 2^31 */
 
@@ -32,61 +30,17 @@ typedef struct {
     int64_t piece;        /* largest independent write: the chunk size, at most PIECE */
 } sion_state;
 
-/* ---- SIONlib's message ------------------------------------------------------------------------ */
-/* The captured text's first line (SIONlib prints the innermost error first) without the
- * "SION_ERROR_RETURN on rank -1, rc=-1: " prefix. */
-static void cap_end(char *msg, size_t n)
-{
-    char buf[8192];
-    cap_take(buf, sizeof buf);
-    char *line = buf + strspn(buf, "\n");
-    line[strcspn(line, "\n")] = '\0';
-    char *colon = strncmp(line, "SION_", 5) == 0 ? strstr(line, ": ") : NULL;
-    snprintf(msg, n, "%s", colon ? colon + 2 : line);
-    for (size_t len = strlen(msg); len > 0 && (msg[len - 1] == ' ' || msg[len - 1] == '.');)
-        msg[--len] = '\0';
-}
-
-static int sionfail(iob_ctx *c, const char *call, const char *captured, int e)
-{
-    char sys[128] = "";
-    if (e == ENOSPC || e == EDQUOT || e == EIO || e == EFBIG) /* SIONlib drops errno from its text */
-        snprintf(sys, sizeof sys, " (%s)", strerror(e));
-    return iob_fail(c, "%s: %s%s", call, captured[0] ? captured : "SIONlib call failed (no message)", sys);
-}
-
-/* ---- params ------------------------------------------------------------------------------------- */
-static int parse_i64(const char *s, long long *out)
-{
-    char *end;
-    errno = 0;
-    *out = strtoll(s, &end, 10);
-    return (!*s || errno || *end) ? -1 : 0;
-}
-
-static long long phys_mem(void)
-{
-    return (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
-}
-
+/* ---- params (their types and ranges: the table at the end) -------------------------------------- */
 static int check(const iob_opts *o, int nranks, char *err, size_t errlen)
 {
-    long long x;
+    long long mem = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
     const char *v;
-    if ((v = iob_kv_get(&o->params, "chunksize")) && (parse_i64(v, &x) || x <= 0 || x > phys_mem())) {
-        snprintf(err, errlen, "sionlib param chunksize must be > 0 and at most this node's memory (%lld bytes) '%s'",
-                 phys_mem(), v);
+    if ((v = iob_kv_get(&o->params, "chunksize")) && iob_param_int(o, "chunksize") > mem) {
+        snprintf(err, errlen, "sionlib param chunksize must be at most this node's memory (%lld bytes) '%s'", mem, v);
         return IOB_BADINPUT;
     }
-    if ((v = iob_kv_get(&o->params, "fsblksize")) &&
-        (parse_i64(v, &x) || (x != -1 && (x <= 0 || x > 0x7fffffffLL)))) {
-        snprintf(err, errlen, "sionlib param fsblksize must be -1 (detect) or 1..2^31-1 bytes '%s'", v);
-        return IOB_BADINPUT;
-    }
-    if ((v = iob_kv_get(&o->params, "collsize")) &&
-        (parse_i64(v, &x) || (x != -1 && (x < 1 || x > nranks)) || strcmp(o->mode, "independent") == 0)) {
-        snprintf(err, errlen, "sionlib param collsize must be -1 or 1..%d ranks, collective modes only '%s'",
-                 nranks, v);
+    if ((v = iob_kv_get(&o->params, "collsize")) && iob_param_int(o, "collsize") > nranks) {
+        snprintf(err, errlen, "sionlib param collsize must be -1 or 1..%d ranks '%s'", nranks, v);
         return IOB_BADINPUT;
     }
     return IOB_OK;
@@ -101,30 +55,12 @@ static int files(const iob_ctx *c, char paths[][4096], int max)
 }
 
 /* ---- pack / unpack the rank's variables --------------------------------------------------------- */
-typedef struct { char *packed; int to_file; } pack_arg;
-
-static int pack_run(void *a, int64_t off, void *mem, int64_t bytes)
-{
-    pack_arg *p = a;
-    if (p->to_file)
-        memcpy(p->packed + off, mem, (size_t)bytes);
-    else
-        memcpy(mem, p->packed + off, (size_t)bytes);
-    return 0;
-}
-
 /* The packed layout is the posix fpp one: each variable's block in C order, one after another. */
 static void pack(iob_ctx *c, char *packed, int to_file)
 {
-    int64_t at = 0;
-    pack_arg p = {packed, to_file};
     for (int i = 0; i < c->nvars; i++) {
-        iob_var v = c->vars[i];
-        for (int d = 0; d < v.ndims; d++)
-            v.gdims[d] = v.count[d], v.start[d] = 0;
-        v.file_offset = at;
-        at += iob_var_count_elems(&v) * iob_var_elem_bytes(&v);
-        iob_var_foreach_run(&v, pack_run, &p);
+        iob_var_pack(&c->vars[i], packed, to_file);
+        packed += iob_var_count_elems(&c->vars[i]) * iob_var_elem_bytes(&c->vars[i]);
     }
 }
 
@@ -169,14 +105,10 @@ static int sion_open_(iob_ctx *c, int writing)
     if (iob_mpi_check(c, MPI_Comm_split(c->comm, 0, c->io_rank, &s->comm), "MPI_Comm_split"))
         return IOB_FAIL;
 
-    long long x;
     const char *v;
-    sion_int64 chunksize = s->bytes > 0 ? s->bytes : 1;
-    sion_int32 fsblksize = -1;
-    if ((v = iob_kv_get(&o->params, "chunksize")) && !parse_i64(v, &x))
-        chunksize = x;
-    if ((v = iob_kv_get(&o->params, "fsblksize")) && !parse_i64(v, &x))
-        fsblksize = (sion_int32)x;
+    sion_int64 chunksize = iob_kv_get(&o->params, "chunksize") ? iob_param_int(o, "chunksize")
+                                                              : s->bytes > 0 ? s->bytes : 1;
+    sion_int32 fsblksize = (sion_int32)iob_param_int(o, "fsblksize");
     if (writing && s->coll && chunksize < s->bytes)
         return iob_fail(c, "sionlib: chunksize %lld is smaller than this rank's block of %lld bytes; the "
                            "collective modes write each block with one call", (long long)chunksize,
@@ -412,14 +344,8 @@ static int sion_sync_(iob_ctx *c)
     sion_state *s = c->backend_state;
     if (parclose(c, s)) /* writes the metadata blocks: they must be durable too */
         return IOB_FAIL;
-    if (c->node_rank != 0) /* one fsync per node: its page cache holds every dirty page of the file */
-        return IOB_OK;
-    int fd = open(c->path, O_RDONLY);
-    if (fd < 0)
-        return iob_fail(c, "open(%s) for fsync: %s", c->path, strerror(errno));
-    int rc = fsync(fd), e = errno;
-    close(fd);
-    return rc == 0 ? IOB_OK : iob_fail(c, "fsync(%s): %s", c->path, strerror(e));
+    /* one fsync per node: its page cache holds every dirty page of the file */
+    return c->node_rank == 0 ? iob_fsync_path(c, c->path) : IOB_OK;
 }
 
 static int sion_close_(iob_ctx *c)
@@ -447,10 +373,15 @@ static void versions(iob_kvlist *out)
 }
 
 static const char *const modes[] = {"independent", "collective", "collectivemerge", NULL};
-static const char *const params[] = {"chunksize", "fsblksize", "collsize", NULL};
+static const iob_option options[] = {
+    {"chunksize", IOB_OPT_INT, NULL, .help = "bytes per task chunk (default: this rank's block)", .min = 1},
+    {"fsblksize", IOB_OPT_INT, "-1", .help = "file system block size in bytes (-1: SIONlib detects)", .min = 1,
+     .max = INT32_MAX, .special = "-1"},
+    {"collsize", IOB_OPT_INT, "-1", .help = "ranks per collector (-1: SIONlib decides)", .min = 1, .max = INT32_MAX,
+     .special = "-1", .modes = "collective|collectivemerge"},
+    {0}};
 const iob_backend iob_backend_sionlib = {
-    .name = "sionlib", .modes = modes, .param_keys = params, .check = check, .files = files,
+    .name = "sionlib", .modes = modes, .options = options, .check = check, .files = files,
     .open = sion_open_, .write = sion_write_, .read = sion_read_, .sync = sion_sync_, .close = sion_close_,
     .versions = versions,
-    .help = "chunksize=<this rank's block> (bytes), fsblksize=-1 (detect), collsize=-1 (collective modes: SIONlib decides)",
 };

@@ -1,10 +1,13 @@
 /* Helpers shared by backends and the driver: errors, key/value lists, MPI info and datatypes,
  * contiguous runs of a block. */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "iobench.h"
 
 int iob_fail(iob_ctx *c, const char *fmt, ...)
@@ -52,6 +55,59 @@ void iob_kv_put(iob_kvlist *l, const char *key, const char *value)
     l->kv[l->n].key = strdup(key);
     l->kv[l->n].value = strdup(value);
     l->n++;
+}
+
+typedef struct { char *packed; int to_packed; } pack_arg;
+
+static int pack_run(void *a, int64_t off, void *mem, int64_t bytes)
+{
+    pack_arg *p = a;
+    if (p->to_packed)
+        memcpy(p->packed + off, mem, (size_t)bytes);
+    else
+        memcpy(mem, p->packed + off, (size_t)bytes);
+    return 0;
+}
+
+void iob_var_pack(const iob_var *v, void *packed, int to_packed)
+{
+    iob_var whole = *v; /* the packed block is a "file" holding just this block */
+    for (int d = 0; d < v->ndims; d++)
+        whole.gdims[d] = v->count[d], whole.start[d] = 0;
+    whole.file_offset = 0;
+    pack_arg p = {packed, to_packed};
+    iob_var_foreach_run(&whole, pack_run, &p);
+}
+
+int iob_alignment(const char *v, int64_t *thresh, int64_t *align)
+{
+    const char *comma = strchr(v, ',');
+    char *end;
+    *thresh = 1;
+    if (comma) {
+        if (*v < '0' || *v > '9')
+            return -1;
+        errno = 0;
+        *thresh = strtoll(v, &end, 10);
+        if (errno || end != comma)
+            return -1;
+    }
+    const char *a = comma ? comma + 1 : v;
+    errno = 0;
+    *align = strtoll(a, &end, 10);
+    if (*a < '0' || *a > '9' || errno || *end || *align <= 0 || (*align & (*align - 1)))
+        return -1;
+    return 0;
+}
+
+int iob_fsync_path(iob_ctx *c, const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return iob_fail(c, "open(%s) for fsync: %s", path, strerror(errno));
+    int rc = fsync(fd), e = errno;
+    close(fd);
+    return rc == 0 ? IOB_OK : iob_fail(c, "fsync(%s): %s", path, strerror(e));
 }
 
 MPI_Info iob_make_info(const iob_opts *o)

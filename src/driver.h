@@ -1,4 +1,4 @@
-/* Private declarations shared by main.c, options.c, cachedefeat.c and result.c (not a plugin seam). */
+/* Private declarations shared by main.c, options.c, opttable.c, cachedefeat.c and result.c (not a plugin seam). */
 #ifndef IOB_DRIVER_H
 #define IOB_DRIVER_H
 #include <stdio.h>
@@ -10,6 +10,12 @@ enum { IOB_INFO_EXIT = 3 };   /* --help/--version/--list handled: exit 0 */
 /* Parse and validate argv (no MPI calls, nothing created). Returns IOB_OK, IOB_BADINPUT (err filled with
  * "<what> '<value>'") or IOB_INFO_EXIT (text printed to `out` when out != NULL). */
 int iob_parse_options(int argc, char **argv, iob_opts *o, int nranks, FILE *out, char *err, size_t errlen);
+
+/* opttable.c: the driver's own --param keys (options.c); every --param given checked against the
+ * run's tables (driver, backend, pattern): IOB_BADINPUT with "what 'value'" in err; a table for --help. */
+extern const iob_option iob_driver_options[];
+int iob_params_check(const iob_opts *o, char *err, size_t errlen);
+void iob_options_help(FILE *out, const iob_option *t);
 
 /* One phase of one repetition, already reduced (max over ranks). */
 typedef struct {

@@ -8,7 +8,8 @@
  *
  * Adding a backend = one backend_<name>.c defining `const iob_backend iob_backend_<name>` plus one
  * line in backends.c (IOR's aiori-*.c is the model). Adding a pattern = one pattern_<name>.c plus one
- * line in patterns.c (and its name in CMakeLists.txt's source list).
+ * line in patterns.c (and its name in CMakeLists.txt's source list). Each declares its --param keys
+ * once, in an iob_option table: parsing, validation and --help come from it (opttable.c).
  */
 #ifndef IOBENCH_H
 #define IOBENCH_H
@@ -32,6 +33,32 @@ typedef struct { int n; iob_kv kv[IOB_MAXKV]; } iob_kvlist;
 const char *iob_kv_get(const iob_kvlist *l, const char *key); /* NULL if absent */
 
 typedef enum { IOB_DOUBLE = 0, IOB_INT64 = 1 } iob_dtype;
+
+/* One --param key, declared once by its owner (the driver, a backend, a pattern) in a table ending
+ * with {0}, as IOR's option_help tables. opttable.c rejects what the table does not accept (one line,
+ * exit 2, before anything is created) and prints the table in --help; a backend's or pattern's check()
+ * only judges what one key cannot (combinations, the rank count, the file system). */
+typedef enum {
+    IOB_OPT_INT,    /* decimal digits, min..max (and `special`, e.g. "-1": the library decides) */
+    IOB_OPT_SIZE,   /* bytes: digits with an optional k/m/g/t suffix (powers of 1024), min..max */
+    IOB_OPT_BOOL,   /* 0 or 1 */
+    IOB_OPT_STRING, /* passed on as given (`valid`, when set, judges it) */
+    IOB_OPT_ENUM,   /* one of `values` */
+} iob_opt_type;
+
+typedef struct {
+    const char *key;
+    iob_opt_type type;
+    const char *dflt;    /* the value when absent, as it would be given; NULL: computed or the library's (help) */
+    const char *help;    /* one line: what it does */
+    int64_t min, max;    /* INT, SIZE: accepted range (max 0: INT64_MAX) */
+    const char *values;  /* ENUM: "small|large" */
+    const char *modes;   /* backend keys: the modes using it, "bp5|bp4" (NULL: every mode) */
+    const char *special; /* INT: one value accepted outside min..max */
+    int (*valid)(const char *value); /* STRING: nonzero when acceptable */
+    const char *allowed; /* what is accepted, for messages and --help (default: from type and range) */
+} iob_option;
+
 
 struct iob_ctx;
 
@@ -79,6 +106,13 @@ typedef struct {
     char command[4096];        /* exact argv, shell-quoted */
 } iob_opts;
 
+/* The value of --param KEY: as given, else the declaring table's dflt (NULL / 0 when it has none).
+ * KEY must be declared by the driver, the run's backend or its pattern. int: INT, SIZE, BOOL keys. */
+const char *iob_param_str(const iob_opts *o, const char *key);
+int64_t iob_param_int(const iob_opts *o, const char *key);
+/* KEY's entry in table t (NULL: not there). */
+const iob_option *iob_option_find(const iob_option *t, const char *key);
+
 /* Per-run context shared by driver, pattern and backend. */
 typedef struct iob_ctx {
     const iob_opts *opt;
@@ -87,6 +121,7 @@ typedef struct iob_ctx {
     int io_rank;               /* whose block this rank accesses now (rank shift on reads) */
     int read_shift;            /* reads access block (rank + read_shift) % nranks (placement.c) */
     int barriers;              /* --param barriers=1: agree between open/access/close (IOR -g) */
+    int read_direct;           /* timed reads with O_DIRECT (a pagepool-like cache, own-node reads) */
     int64_t moved;             /* bytes this rank's backend calls returned in the current phase */
     int rep;                   /* current repetition */
     char path[4096];           /* data path of this repetition (file or directory; backend may suffix) */
@@ -105,6 +140,16 @@ int iob_fail(iob_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 
 int iob_mpi_check(iob_ctx *c, int rc, const char *call);
 /* Store a key/value copy in a list (used for hints in effect). */
 void iob_kv_put(iob_kvlist *l, const char *key, const char *value);
+
+/* Copy a variable's block between its (possibly halo'd) buffer and `packed`, the block alone in C
+ * order (to_packed: buffer -> packed; else packed -> buffer). */
+void iob_var_pack(const iob_var *v, void *packed, int to_packed);
+/* HDF5's alignment=ALIGN or THRESH,ALIGN (hdf5 backend's key, read by patterns hacc and mddatasets
+ * too): 0 and the two numbers (THRESH 1 when absent) when ALIGN is a power of two, else -1. */
+int iob_alignment(const char *v, int64_t *thresh, int64_t *align);
+/* open(path), fsync, close, outside any backend's handle; on error "open(path) for fsync: ..." or
+ * "fsync(path): ...". */
+int iob_fsync_path(iob_ctx *c, const char *path);
 
 /* Build an MPI_Info from --hint options (MPI_INFO_NULL when none); caller frees if not NULL. */
 MPI_Info iob_make_info(const iob_opts *o);
@@ -125,8 +170,9 @@ int iob_var_foreach_run(const iob_var *v, iob_run_fn fn, void *arg);
 typedef struct {
     const char *name;
     const char *const *modes;          /* NULL-terminated; modes[0] is the default */
-    const char *const *param_keys;     /* NULL-terminated --param keys this backend accepts */
-    /* Validate --param/--hint values before anything is created; write "what 'value'" into err. */
+    const iob_option *options;         /* its --param keys ({0}-terminated; NULL: none) */
+    /* What the option table cannot judge (combinations, rank count), before anything is created;
+     * write "what 'value'" into err. May be NULL. */
     int (*check)(const iob_opts *o, int nranks, char *err, size_t errlen);
     /* Data files this backend creates for ctx->path (fpp: per rank). Fills up to max paths. Used for
      * existence checks, cache drop, residency probe and deletion. A directory is walked. */
@@ -138,7 +184,7 @@ typedef struct {
     int (*close)(iob_ctx *c);
     void (*versions)(iob_kvlist *out); /* library name -> version string */
     int one_xfer_buffer;               /* honours iob_var.xfer_fill/xfer_read/order (posix, mpiio, hdf5) */
-    const char *help;                  /* --list/--help: its --param keys with defaults, one line */
+    int direct_read;                   /* honours c->read_direct, for any pattern (posix) */
 } iob_backend;
 
 const iob_backend *iob_find_backend(const char *name);
@@ -159,8 +205,9 @@ typedef struct {
 /* A workload pattern. */
 typedef struct {
     const char *name;
-    const char *const *param_keys;
-    int (*check)(const iob_opts *o, int nranks, char *err, size_t errlen);
+    const char *about;                /* --help: what --size means, what the pattern needs */
+    const iob_option *options;        /* its --param keys ({0}-terminated; NULL: none) */
+    int (*check)(const iob_opts *o, int nranks, char *err, size_t errlen); /* as iob_backend's */
     /* Allocate and lay out variables for ctx->io_rank (called again when io_rank changes). */
     int (*setup)(iob_ctx *c);
     void (*fill)(iob_ctx *c);                 /* values derived from the global index */
@@ -176,7 +223,6 @@ typedef struct {
      * writes extra members of the repetition object into `extra` (rank 0's are used), cleans up its
      * files unless --keep and returns IOB_OK or IOB_FAIL (after iob_fail). */
     int (*run)(iob_ctx *c, struct iob_json *extra, iob_run_phase out[2]);
-    const char *help;  /* --list/--help: what --size means and its --param keys with defaults */
 } iob_pattern;
 
 const iob_pattern *iob_find_pattern(const char *name);

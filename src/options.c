@@ -14,15 +14,17 @@ static const char usage[] =
     "         [--dir DIR] [--name BASE] [--phase write|read|both] [--repeat R]\n"
     "         [--verify|--no-verify] [--keep] [--hint KEY=VALUE]... [--param KEY=VALUE]...\n"
     "         [--json FILE] [--quiet] [--help] [--version] [--list]\n"
-    "Times each rank's open->access->sync->close after a barrier, max(end) - min(start) over ranks\n"
+    "Times each rank's open->access->sync->close after a barrier, the longest rank's span\n"
     "(IOR's timing); result JSON on stdout\n"
     "(schema " IOB_SCHEMA "; --quiet: only to --json FILE). Bandwidth in MiB/s (2^20 bytes).\n"
     "Exit: 0 ok, 1 library error or verification mismatch, 2 bad input.\n";
 
-/* --param keys of the driver itself, each 0 or 1: barriers (IOR -g: agree between open, access and
- * close, inside the timed span), pagepool (the file system caches outside Linux's page cache, as
- * GPFS's pagepool: a read of this node's own data is reported as cache not defeated). */
-static const char *const driver_keys[] = {"barriers", "pagepool", NULL};
+/* --param keys of the driver itself (docs/CONTRACT.md §1). */
+const iob_option iob_driver_options[] = {
+    {"barriers", IOB_OPT_BOOL, "0", .help = "1: IOR -g, agree between open, access and close inside the timed span"},
+    {"pagepool", IOB_OPT_BOOL, "0", .help = "1: the file system caches outside Linux's page cache (GPFS pagepool): "
+                                    "own-node reads reported as cache not defeated"},
+    {0}};
 
 #define BAD(what, val) (snprintf(err, errlen, "%s '%s'", (what), (val)), IOB_BADINPUT)
 
@@ -96,9 +98,10 @@ static void quote_arg(char *dst, size_t cap, const char *a)
 }
 
 /* --list: one line per compiled-in backend, "name mode mode ..." (scripts read these lines up to the
- * first empty one), then every --param key with its default: the driver's, the backends', the
- * patterns' (with what --size means). --help prints the same after the usage. */
-static void list_backends(FILE *out, int params)
+ * first empty one), then every owner's --param table (KEY=DEFAULT, what it accepts, [modes] what it
+ * does): the driver's, the backends', the patterns' (with what --size means). --help: the usage, then
+ * the same. */
+static void list_backends(FILE *out)
 {
     for (int i = 0; iob_backends[i]; i++) {
         fputs(iob_backends[i]->name, out);
@@ -106,16 +109,18 @@ static void list_backends(FILE *out, int params)
             fprintf(out, " %s", iob_backends[i]->modes[m]);
         fputc('\n', out);
     }
-    if (!params)
-        return;
-    fputs("\n--param KEY=VALUE (default), by owner:\n"
-          "  driver   barriers=0 (1: IOR -g, agree between open, access and close inside the timed span), "
-          "pagepool=0 (1: GPFS-like cache, own-node reads reported as cache not defeated)\n", out);
-    for (int i = 0; iob_backends[i]; i++)
-        fprintf(out, "  %-8s %s\n", iob_backends[i]->name, iob_backends[i]->help ? iob_backends[i]->help : "");
-    fputs("patterns (--pattern NAME; --size and --param keys):\n", out);
-    for (int i = 0; iob_patterns[i]; i++)
-        fprintf(out, "  %-10s %s\n", iob_patterns[i]->name, iob_patterns[i]->help ? iob_patterns[i]->help : "");
+    fputs("\n--param KEY=VALUE, by owner (KEY=DEFAULT, what it accepts, [modes using it] what it does):\n"
+          "  driver\n", out);
+    iob_options_help(out, iob_driver_options);
+    for (int i = 0; iob_backends[i]; i++) {
+        fprintf(out, "  %s\n", iob_backends[i]->name);
+        iob_options_help(out, iob_backends[i]->options);
+    }
+    fputs("patterns (--pattern NAME): what --size means, then its --param keys:\n", out);
+    for (int i = 0; iob_patterns[i]; i++) {
+        fprintf(out, "  %-10s %s\n", iob_patterns[i]->name, iob_patterns[i]->about);
+        iob_options_help(out, iob_patterns[i]->options);
+    }
 }
 
 int iob_parse_options(int argc, char **argv, iob_opts *o, int nranks, FILE *out, char *err, size_t errlen)
@@ -209,7 +214,7 @@ int iob_parse_options(int argc, char **argv, iob_opts *o, int nranks, FILE *out,
             if (out) {
                 fputs(usage, out);
                 fputs("backends (--backend NAME [--mode MODE], first mode the default):\n", out);
-                list_backends(out, 1);
+                list_backends(out);
             }
             return IOB_INFO_EXIT;
         case 'v':
@@ -218,7 +223,7 @@ int iob_parse_options(int argc, char **argv, iob_opts *o, int nranks, FILE *out,
             return IOB_INFO_EXIT;
         case 'l':
             if (out)
-                list_backends(out, 1);
+                list_backends(out);
             return IOB_INFO_EXIT;
         case ':':
             return BAD("missing value for option", argv[optind - 1]);
@@ -243,15 +248,8 @@ int iob_parse_options(int argc, char **argv, iob_opts *o, int nranks, FILE *out,
     const iob_pattern *pat = iob_find_pattern(o->pattern);
     if (!pat)
         return BAD("unknown pattern", o->pattern);
-    for (int i = 0; i < o->params.n; i++) {
-        const char *k = o->params.kv[i].key, *val = o->params.kv[i].value;
-        if (in_list(driver_keys, k) && strcmp(val, "0") != 0 && strcmp(val, "1") != 0) {
-            snprintf(err, errlen, "--param %s (0 or 1) '%s'", k, val);
-            return IOB_BADINPUT;
-        }
-        if (!in_list(be->param_keys, k) && !in_list(pat->param_keys, k) && !in_list(driver_keys, k))
-            return BAD("unknown --param key", k);
-    }
+    if (iob_params_check(o, err, errlen))
+        return IOB_BADINPUT;
     if (!writable_dir(o->dir))
         return BAD("--dir is not an existing writable directory", o->dir);
     if (o->name) {

@@ -7,25 +7,17 @@
 #include <string.h>
 #include "iobench.h"
 
-#define HALO_DEFAULT 1 /* benchio's halo depth; --param halo=0 gives a packed buffer (to isolate I/O) */
 #define SENTINEL (-1.0)   /* halo cells: never a file value (those are >= 1) */
 #define POISON (-2.0)     /* block cells before a read */
 
 typedef struct { int dims[3], coords[3]; iob_var var; } benchio;
 
-static int halo_of(const iob_opts *o)
-{
-    const char *h = iob_kv_get(&o->params, "halo");
-    return !h ? HALO_DEFAULT : strcmp(h, "0") == 0 ? 0 : strcmp(h, "1") == 0 ? 1 : -1;
-}
+/* benchio's halo depth; --param halo=0 gives a packed buffer (to isolate I/O) */
+static int halo_of(const iob_opts *o) { return (int)iob_param_int(o, "halo"); }
 
 static int check(const iob_opts *o, int nranks, char *err, size_t errlen)
 {
     int dims[3] = {0, 0, 0}, HALO = halo_of(o);
-    if (HALO < 0) {
-        snprintf(err, errlen, "bad benchio param halo (0 or 1) '%s'", iob_kv_get(&o->params, "halo"));
-        return IOB_BADINPUT;
-    }
     MPI_Dims_create(nranks, 3, dims);
     long double global = 8.0L, mem = 8.0L;
     for (int d = 0; d < 3; d++) {
@@ -165,9 +157,11 @@ static void describe(const iob_ctx *c, iob_json *j)
     jw_end_arr(j);
 }
 
-static const char *const params[] = {"halo", NULL};
+static const iob_option options[] = {
+    {"halo", IOB_OPT_INT, "1", .help = "halo depth of the memory buffer (0: packed, to isolate I/O)", .min = 0, .max = 1},
+    {0}};
 const iob_pattern iob_pattern_benchio = {
-    .name = "benchio", .param_keys = params, .check = check, .setup = setup, .fill = fill,
+    .name = "benchio", .options = options, .check = check, .setup = setup, .fill = fill,
     .clear = clear, .verify = verify, .teardown = teardown, .describe = describe,
-    .help = "--size n or n1,n2,n3 (32): local block of doubles per rank, 3-D process grid; halo=1 (0: packed buffer)",
+    .about = "--size n or n1,n2,n3 (32): local block of doubles per rank, 3-D process grid",
 };

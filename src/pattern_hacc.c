@@ -10,7 +10,6 @@
  * Value of variable k at global particle index g = r*n + j is k*1e12 + g + 1 (exact in a double), so
  * any outside tool can check a kept file and every misplaced block is caught.
  */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +22,6 @@
 #define HACC_VAR_STRIDE 1e12 /* value offset between variables; g must stay below it */
 
 static const char *const hacc_names[HACC_NVARS] = {"id", "mask", "x", "y", "z", "vx", "vy", "vz", "phi"};
-static const char *const hacc_keys[] = {"layout", NULL};
 
 typedef enum { HACC_INTERLEAVED, HACC_CONTIGUOUS, HACC_COMPOUND } hacc_shape;
 
@@ -47,7 +45,7 @@ static const char *const *hacc_layouts(const char *backend)
 
 static const char *hacc_layout(const iob_opts *o)
 {
-    const char *l = iob_kv_get(&o->params, "layout");
+    const char *l = iob_param_str(o, "layout");
     return l ? l : hacc_layouts(o->backend)[0];
 }
 
@@ -95,17 +93,11 @@ static int hacc_check(const iob_opts *o, int nranks, char *err, size_t errlen)
                  (long long)n);
         return IOB_BADINPUT;
     }
-    /* HDF5 alignment pads every dataset to a multiple of ALIGN: the file must still fit. */
+    /* HDF5 alignment (the hdf5 backend's key, checked there) pads every dataset to a multiple of ALIGN:
+     * the file must still fit. */
     const char *al = iob_kv_get(&o->params, "alignment");
-    if (al && strcmp(o->backend, "hdf5") == 0) {
-        const char *comma = strchr(al, ',');
-        char *end;
-        errno = 0;
-        long long a = strtoll(comma ? comma + 1 : al, &end, 10);
-        if (errno || *end || a <= 0 || (a & (a - 1))) {
-            snprintf(err, errlen, "alignment (a power of two > 0) '%s'", al);
-            return IOB_BADINPUT;
-        }
+    int64_t thresh, a;
+    if (al && !iob_alignment(al, &thresh, &a)) {
         int ndsets = hacc_shape_of(layout) == HACC_CONTIGUOUS ? HACC_NVARS : 1;
         int64_t lim = hacc_file_size_limit(o->dir ? o->dir : ".");
         double dset = (double)n * nranks * 8.0 * HACC_NVARS / ndsets;
@@ -240,9 +232,15 @@ static void hacc_describe(const iob_ctx *c, iob_json *j)
     jw_end_arr(j);
 }
 
+static const iob_option options[] = {
+    {"layout", IOB_OPT_ENUM, NULL, .help = "posix, mpiio, sionlib: interleaved, contiguous; hdf5: individual, multi, "
+                                   "compound; adios2: individual, multi (default: the first)",
+     .values = "interleaved|contiguous|individual|multi|compound"},
+    {0}};
 const iob_pattern iob_pattern_hacc = {
     .name = "hacc",
-    .param_keys = hacc_keys,
+    .about = "--size particles per rank",
+    .options = options,
     .check = hacc_check,
     .setup = hacc_setup,
     .fill = hacc_fill,
@@ -250,5 +248,4 @@ const iob_pattern iob_pattern_hacc = {
     .verify = hacc_verify,
     .teardown = hacc_teardown,
     .describe = hacc_describe,
-    .help = "--size particles per rank; layout=interleaved|contiguous (posix, mpiio, sionlib), individual|multi|compound (hdf5), individual|multi (adios2); first is the default",
 };

@@ -35,7 +35,6 @@
  * --size N: block = N MiB unless --param block=SIZE is given. Params (sizes take k/m/g/t, powers of
  * 1024 as IOR's): block, transfer (default 1m, or block if smaller), segments (default 1).
  */
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,80 +49,31 @@ typedef struct {
     int bad;         /* verify pass: a mismatch was recorded (the first one only) */
 } ior_state;
 
-static const char *const ior_keys[] = {"block", "transfer", "segments", "random", NULL};
-
-/* "123", "4k", "16M", "1g", "2t": bytes (powers of 1024). -1 on bad syntax or overflow of int64. */
-static int64_t parse_size(const char *s)
-{
-    if (!s || !*s || *s < '0' || *s > '9')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
-        return -1;
-    int shift = 0;
-    if (*end) {
-        const char *u = strchr("kmgt", end[0] | 0x20);
-        if (!u || end[1])
-            return -1;
-        shift = 10 * (int)(u - "kmgt" + 1);
-    }
-    if (v > (unsigned long long)INT64_MAX >> shift)
-        return -1;
-    return (int64_t)(v << shift);
-}
-
-/* Resolve and validate the three sizes; on bad input "what 'value'" in err. */
+/* Resolve the three sizes (their syntax and ranges are the option table's); on bad input "what
+ * 'value'" in err. */
 static int sizes(const iob_opts *o, int nranks, int64_t *block, int64_t *transfer, int64_t *segments,
                  char *err, size_t errlen)
 {
     const char *b = iob_kv_get(&o->params, "block"), *t = iob_kv_get(&o->params, "transfer");
-    const char *s = iob_kv_get(&o->params, "segments");
-    char sz[32];
-    if (!b) { /* --size N = N MiB */
-        snprintf(sz, sizeof sz, "%lldm", (long long)o->size[0]);
-        if (o->nsize != 1) {
-            snprintf(err, errlen, "--size for ior (block in MiB, one number) '%lld,...'", (long long)o->size[0]);
-            return IOB_BADINPUT;
-        }
-        b = sz;
-    }
-    struct { const char *name, *val; int64_t *out; } p[3] = {
-        {"block", b, block}, {"transfer", t, transfer}, {"segments", s, segments}};
-    *transfer = *segments = 0;
-    for (int i = 0; i < 3; i++) {
-        if (!p[i].val)
-            continue;
-        int64_t v = i == 2 ? (strspn(p[i].val, "0123456789") == strlen(p[i].val) ? parse_size(p[i].val) : -1)
-                           : parse_size(p[i].val);
-        if (v < 0) {
-            snprintf(err, errlen, "bad ior param %s (%s, below 2^63) '%s'", p[i].name,
-                     i == 2 ? "a count" : "bytes, optional k/m/g/t suffix", p[i].val);
-            return IOB_BADINPUT;
-        }
-        if (v == 0) {
-            snprintf(err, errlen, "ior param %s must be > 0 '%s'", p[i].name, p[i].val);
-            return IOB_BADINPUT;
-        }
-        *p[i].out = v;
-    }
-    if (!*segments)
-        *segments = 1;
-    if (*segments > INT_MAX) {
-        snprintf(err, errlen, "ior param segments must be at most %d '%s'", INT_MAX, s);
+    if (!b && o->nsize != 1) { /* --size N = N MiB */
+        snprintf(err, errlen, "--size for ior (block in MiB, one number) '%lld,...'", (long long)o->size[0]);
         return IOB_BADINPUT;
     }
-    if (!*transfer)
-        *transfer = *block < (1 << 20) ? *block : (1 << 20);
+    *block = b ? iob_param_int(o, "block") : o->size[0] << 20;
+    *transfer = iob_param_int(o, "transfer");
+    *segments = iob_param_int(o, "segments");
+    if (!t && *block < *transfer) /* IOR's default 1 MiB, or the block if smaller */
+        *transfer = *block;
     if (*transfer % 8 || *transfer / 8 > INT_MAX) {
         snprintf(err, errlen, "ior param transfer must be a multiple of 8 bytes, at most 16 GiB '%s'",
-                 t ? t : b);
+                 t ? t : b ? b : "the block");
         return IOB_BADINPUT;
     }
     if (*block % *transfer) {
+        char sz[32];
+        snprintf(sz, sizeof sz, "%lldm", (long long)o->size[0]);
         snprintf(err, errlen, "ior param block must be a multiple of transfer (%lld bytes) '%s'",
-                 (long long)*transfer, b);
+                 (long long)*transfer, b ? b : sz);
         return IOB_BADINPUT;
     }
     int64_t per_seg, total;
@@ -136,29 +86,19 @@ static int sizes(const iob_opts *o, int nranks, int64_t *block, int64_t *transfe
     return IOB_OK;
 }
 
-static int on(const iob_opts *o, const char *key)
-{
-    const char *v = iob_kv_get(&o->params, key);
-    return v && strcmp(v, "1") == 0;
-}
-
 static int ior_check(const iob_opts *o, int nranks, char *err, size_t errlen)
 {
     int64_t b, t, s;
-    const char *r = iob_kv_get(&o->params, "random");
     const iob_backend *be = iob_find_backend(o->backend);
+    const char *direct = iob_kv_get(&o->params, "direct"); /* posix's key (checked there) */
     if (sizes(o, nranks, &b, &t, &s, err, errlen))
         return IOB_BADINPUT;
-    if (r && strcmp(r, "0") != 0 && strcmp(r, "1") != 0) {
-        snprintf(err, errlen, "bad ior param random (0 or 1) '%s'", r);
-        return IOB_BADINPUT;
-    }
-    if (on(o, "random") && !(be && be->one_xfer_buffer)) { /* whole-block puts have no transfer order */
+    if (iob_param_int(o, "random") && !(be && be->one_xfer_buffer)) { /* whole-block puts have no transfer order */
         snprintf(err, errlen, "ior param random=1 needs a backend that makes one call per transfer "
                  "(posix, mpiio, hdf5) '%s'", o->backend);
         return IOB_BADINPUT;
     }
-    if (on(o, "direct") && (b % 4096 || t % 4096)) {
+    if (direct && strcmp(direct, "1") == 0 && (b % 4096 || t % 4096)) {
         snprintf(err, errlen, "ior with posix direct=1: block and transfer must be multiples of 4096 bytes "
                  "'%lld,%lld'", (long long)b, (long long)t);
         return IOB_BADINPUT;
@@ -285,7 +225,7 @@ static int ior_setup(iob_ctx *c)
                             (long long)(st->one_buffer ? st->transfer : st->segments * st->block),
                             st->one_buffer ? "transfer buffer" : "blocks");
         c->nvars = (int)st->segments;
-        if (on(c->opt, "random") && !(st->order = malloc(sizeof(int64_t) * (size_t)(st->block / st->transfer))))
+        if (iob_param_int(c->opt, "random") && !(st->order = malloc(sizeof(int64_t) * (size_t)(st->block / st->transfer))))
             return iob_fail(c, "ior: cannot allocate the random transfer order");
         if (c->rank == 0 && c->opt->do_write &&
             (strcmp(c->opt->backend, "mpiio") == 0 || strcmp(c->opt->backend, "hdf5") == 0))
@@ -404,9 +344,16 @@ static void ior_describe(const iob_ctx *c, iob_json *j)
     jw_int(j, "file_size", fpp ? st->segments * st->block : st->segments * c->nranks * st->block);
 }
 
+static const iob_option options[] = {
+    {"block", IOB_OPT_SIZE, NULL, .help = "bytes per rank and segment (IOR -b; default: --size MiB)", .min = 1},
+    {"transfer", IOB_OPT_SIZE, "1m", .help = "bytes per call (IOR -t; the block when smaller)", .min = 1},
+    {"segments", IOB_OPT_INT, "1", .help = "blocks per rank (IOR -s)", .min = 1, .max = INT_MAX},
+    {"random", IOB_OPT_BOOL, "0", .help = "1: each block's transfers in random order (IOR -z; posix, mpiio, hdf5)"},
+    {0}};
 const iob_pattern iob_pattern_ior = {
     .name = "ior",
-    .param_keys = ior_keys,
+    .about = "--size block MiB (32) unless block is given: IOR's layout, file offsets as IOR's",
+    .options = options,
     .check = ior_check,
     .setup = ior_setup,
     .fill = ior_fill,
@@ -414,5 +361,4 @@ const iob_pattern iob_pattern_ior = {
     .verify = ior_verify,
     .teardown = ior_teardown,
     .describe = ior_describe,
-    .help = "--size block MiB (32); block=<--size>m (IOR -b), transfer=1m or block if smaller (-t), segments=1 (-s), random=0 (1: -z, transfers of each block in random order; posix, mpiio, hdf5)",
 };

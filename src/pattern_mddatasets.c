@@ -16,9 +16,6 @@
 #include <unistd.h>
 #include "pattern_run.h"
 
-static const char *const mdd_keys[] = {"nvars", "nblocks", "coll_metadata", "alignment", "meta_block_size",
-                                       NULL};
-
 typedef struct {
     int64_t nvars, nblocks, n;
     int coll;                 /* requested */
@@ -29,15 +26,9 @@ typedef struct {
 
 static int mdd_params(const iob_opts *o, int nranks, mdd_state *s, char *err, size_t errlen)
 {
-    const char *cm = iob_kv_get(&o->params, "coll_metadata");
-    if (iob_run_param_pos(o, "nvars", 20, 100000, &s->nvars, "nvars for mddatasets", err, errlen) ||
-        iob_run_param_pos(o, "nblocks", 50, 100000, &s->nblocks, "nblocks for mddatasets", err, errlen))
-        return IOB_BADINPUT;
-    if (cm && strcmp(cm, "0") != 0 && strcmp(cm, "1") != 0) {
-        snprintf(err, errlen, "coll_metadata (0 or 1) '%s'", cm);
-        return IOB_BADINPUT;
-    }
-    s->coll = cm && strcmp(cm, "1") == 0;
+    s->nvars = iob_param_int(o, "nvars");
+    s->nblocks = iob_param_int(o, "nblocks");
+    s->coll = (int)iob_param_int(o, "coll_metadata"); /* the hdf5 backend's key */
     s->n = o->size[0];
     if (o->nsize != 1) {
         snprintf(err, errlen, "--size for mddatasets (elements per rank per dataset, one number) '%lld,...'",
@@ -113,13 +104,12 @@ static hid_t mdd_fapl(iob_ctx *c, mdd_state *s)
         MPI_Info_free(&info);
     H5Pset_all_coll_metadata_ops(fapl, s->coll);
     H5Pset_coll_metadata_write(fapl, s->coll);
-    const char *al = iob_kv_get(&c->opt->params, "alignment"), *mb = iob_kv_get(&c->opt->params, "meta_block_size");
-    if (al) { /* ALIGN or THRESH,ALIGN (validated by the hdf5 backend's check) */
-        const char *comma = strchr(al, ',');
-        H5Pset_alignment(fapl, comma ? strtoull(al, NULL, 10) : 1, strtoull(comma ? comma + 1 : al, NULL, 10));
-    }
-    if (mb)
-        H5Pset_meta_block_size(fapl, strtoull(mb, NULL, 10));
+    const char *al = iob_kv_get(&c->opt->params, "alignment"); /* the hdf5 backend's keys */
+    int64_t thresh, align;
+    if (al && !iob_alignment(al, &thresh, &align))
+        H5Pset_alignment(fapl, (hsize_t)thresh, (hsize_t)align);
+    if (iob_kv_get(&c->opt->params, "meta_block_size"))
+        H5Pset_meta_block_size(fapl, (hsize_t)iob_param_int(c->opt, "meta_block_size"));
     return fapl;
 }
 
@@ -385,9 +375,15 @@ static void mdd_describe(const iob_ctx *c, iob_json *j)
     jw_int(j, "elements_per_rank_per_dataset", s->n);
 }
 
+static const iob_option options[] = {
+    {"nvars", IOB_OPT_INT, "20", .help = "datasets per group", .min = 1, .max = 100000},
+    {"nblocks", IOB_OPT_INT, "50", .help = "groups", .min = 1, .max = 100000},
+    {0}};
 const iob_pattern iob_pattern_mddatasets = {
     .name = "mddatasets",
-    .param_keys = mdd_keys,
+    .about = "hdf5 only; --size doubles per rank per dataset (32); the hdf5 backend's coll_metadata, alignment "
+             "and meta_block_size apply",
+    .options = options,
     .check = mdd_check,
     .setup = mdd_setup,
     .fill = iob_run_nop,
@@ -396,5 +392,4 @@ const iob_pattern iob_pattern_mddatasets = {
     .teardown = mdd_teardown,
     .describe = mdd_describe,
     .run = mdd_run,
-    .help = "hdf5; --size doubles per rank per dataset (32); nvars=20, nblocks=50, coll_metadata=0, alignment (HDF5 default), meta_block_size (HDF5 default)",
 };

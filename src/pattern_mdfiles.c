@@ -23,7 +23,6 @@
 #include "pattern_run.h"
 
 #define MDF_SALT 0x5eed5eed5eed5eedULL
-static const char *const mdfiles_keys[] = {"nfiles", "filesize", NULL};
 
 typedef struct {
     int64_t nfiles, filesize;
@@ -39,19 +38,12 @@ static int mdf_params(const iob_opts *o, int64_t *nfiles, int64_t *filesize, cha
         snprintf(err, errlen, "--size for mdfiles (files per rank, one number) '%lld,...'", (long long)o->size[0]);
         return IOB_BADINPUT;
     }
-    if (iob_run_param_pos(o, "nfiles", dflt, 10000000, nfiles, "nfiles for mdfiles", err, errlen))
-        return IOB_BADINPUT;
-    /* filesize 0 is allowed (empty files); "0" exactly, so "-0" or "00x" still name themselves */
-    const char *fs = iob_kv_get(&o->params, "filesize");
-    if (fs && strcmp(fs, "0") == 0) {
-        *filesize = 0;
-        return IOB_OK;
-    }
-    if (iob_run_param_pos(o, "filesize", 307200, (int64_t)1 << 30, filesize, "filesize for mdfiles", err,
-                          errlen)) {
-        snprintf(err, errlen, "filesize for mdfiles (0..%lld) '%s'", (long long)1 << 30, fs);
+    *nfiles = iob_kv_get(&o->params, "nfiles") ? iob_param_int(o, "nfiles") : dflt;
+    if (*nfiles < 1 || *nfiles > 10000000) { /* the table checks the param; --size is checked here */
+        snprintf(err, errlen, "--size for mdfiles (files per rank, 1..10000000) '%lld'", (long long)*nfiles);
         return IOB_BADINPUT;
     }
+    *filesize = iob_param_int(o, "filesize");
     return IOB_OK;
 }
 
@@ -399,9 +391,14 @@ static void mdfiles_describe(const iob_ctx *c, iob_json *j)
     jw_int(j, "file_size", s->filesize);
 }
 
+static const iob_option options[] = {
+    {"nfiles", IOB_OPT_INT, "200", .help = "files per rank (default: --size when given)", .min = 1, .max = 10000000},
+    {"filesize", IOB_OPT_INT, "307200", .help = "bytes per file (0: empty files, mdtest -w 0)", .min = 0, .max = 1 << 30},
+    {0}};
 const iob_pattern iob_pattern_mdfiles = {
     .name = "mdfiles",
-    .param_keys = mdfiles_keys,
+    .about = "posix only; --size files per rank (nfiles wins)",
+    .options = options,
     .check = mdfiles_check,
     .setup = mdfiles_setup,
     .fill = iob_run_nop,
@@ -410,5 +407,4 @@ const iob_pattern iob_pattern_mdfiles = {
     .teardown = mdfiles_teardown,
     .describe = mdfiles_describe,
     .run = mdfiles_run,
-    .help = "posix; --size files per rank; nfiles=200 (wins over --size), filesize=307200 (0: empty files)",
 };

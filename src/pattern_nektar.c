@@ -13,7 +13,6 @@
  * The offsets are computed by every rank from the seed, outside the timer (Nektar++ gathers them inside
  * its write; that collation cost is not part of this measurement).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +21,6 @@
 #define NEK_DECOMP_COLS 5
 #define NEK_FDEF_COLS 8
 enum { NEK_FDEF, NEK_DECOMP, NEK_IDS, NEK_DATA, NEK_NVARS };
-
-static const char *const nektar_keys[] = {"case", "seed", "write_ranks", NULL};
 
 typedef struct {
     const char *casename;
@@ -68,40 +65,15 @@ static int64_t nek_coeff_sum(const nek_state *s, int64_t e0, int64_t e1)
     return sum;
 }
 
-static int nek_parse_i64(const char *v, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x <= 0) return -1;
-    *out = x;
-    return 0;
-}
-
 /* Parse params into s; on bad input write "what 'value'" into err. */
 static int nek_params(const iob_opts *o, int nranks, nek_state *s, char *err, size_t errlen)
 {
-    const char *cs = iob_kv_get(&o->params, "case"), *sd = iob_kv_get(&o->params, "seed"),
-               *wr = iob_kv_get(&o->params, "write_ranks");
-    s->casename = cs ? cs : "small";
+    const char *wr = iob_kv_get(&o->params, "write_ranks");
+    s->casename = iob_param_str(o, "case");
     if (strcmp(s->casename, "small") == 0) s->E = 100000, s->cmin = 1, s->cmax = 3;
-    else if (strcmp(s->casename, "large") == 0) s->E = 160000, s->cmin = 100, s->cmax = 292;
-    else {
-        snprintf(err, errlen, "case for nektar (small or large) '%s'", s->casename);
-        return IOB_BADINPUT;
-    }
-    int64_t x = 1;
-    if (sd && nek_parse_i64(sd, &x)) {
-        snprintf(err, errlen, "seed for nektar (an integer > 0) '%s'", sd);
-        return IOB_BADINPUT;
-    }
-    s->seed = (uint64_t)x;
-    x = nranks;
-    if (wr && (nek_parse_i64(wr, &x) || x > (1 << 24))) {
-        snprintf(err, errlen, "write_ranks for nektar (an integer > 0) '%s'", wr);
-        return IOB_BADINPUT;
-    }
-    s->write_ranks = (int)x;
+    else s->E = 160000, s->cmin = 100, s->cmax = 292;
+    s->seed = (uint64_t)iob_param_int(o, "seed");
+    s->write_ranks = wr ? (int)iob_param_int(o, "write_ranks") : nranks;
     if (s->write_ranks != nranks) {
         int flat_per_rank = strcmp(o->backend, "sionlib") == 0 ||
                             (strcmp(o->backend, "posix") == 0 && (!o->mode || strcmp(o->mode, "fpp") == 0));
@@ -289,9 +261,17 @@ static void nektar_describe(const iob_ctx *c, iob_json *j)
     jw_end_arr(j);
 }
 
+static const iob_option options[] = {
+    {"case", IOB_OPT_ENUM, "small", .help = "small: 100000 elements of 1..3 coefficients; large: 160000 of 100..292",
+     .values = "small|large"},
+    {"seed", IOB_OPT_INT, "1", .help = "seeds the coefficient counts and the rank shares", .min = 1},
+    {"write_ranks", IOB_OPT_INT, NULL, .help = "ranks that wrote the file (default: this run's; only for --phase read of "
+                                       "a shared-file backend)", .min = 1, .max = 1 << 24},
+    {0}};
 const iob_pattern iob_pattern_nektar = {
     .name = "nektar",
-    .param_keys = nektar_keys,
+    .about = "--size total elements (overrides the case's)",
+    .options = options,
     .check = nektar_check,
     .setup = nektar_setup,
     .fill = nektar_fill,
@@ -299,5 +279,4 @@ const iob_pattern iob_pattern_nektar = {
     .verify = nektar_verify,
     .teardown = nektar_teardown,
     .describe = nektar_describe,
-    .help = "--size total elements (overrides case); case=small (100000 elements; large: 160000), seed=1, write_ranks=<ranks> (read-only runs of shared files)",
 };

@@ -1,5 +1,4 @@
 /* Driver side of iob_pattern.run (patterns that time their own phases), and helpers they share. */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,24 +35,6 @@ void iob_run_ops_json(iob_json *j, const char *key, int64_t ops, double total_s)
     jw_num(j, "total_s", total_s);
     jw_num(j, "ops_per_s", total_s > 0 ? (double)ops / total_s : 0.0);
     jw_end_obj(j);
-}
-
-int iob_run_param_pos(const iob_opts *o, const char *key, int64_t dflt, int64_t max, int64_t *out,
-                      const char *what, char *err, size_t errlen)
-{
-    const char *v = iob_kv_get(&o->params, key);
-    *out = dflt;
-    if (!v)
-        return IOB_OK;
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < 1 || x > max) {
-        snprintf(err, errlen, "%s (1..%lld) '%s'", what, (long long)max, v);
-        return IOB_BADINPUT;
-    }
-    *out = x;
-    return IOB_OK;
 }
 
 void iob_run_drop_file(const char *path)

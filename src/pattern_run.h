@@ -10,9 +10,6 @@ int iob_run_agree(iob_ctx *c, int rc);
 double iob_run_max(iob_ctx *c, double x);
 /* {"ops": N, "total_s": S, "ops_per_s": N/S} under key (a metadata phase, mdtest style). */
 void iob_run_ops_json(iob_json *j, const char *key, int64_t ops, double total_s);
-/* Strict positive integer param (default when absent); on bad input "what 'value'" in err. */
-int iob_run_param_pos(const iob_opts *o, const char *key, int64_t dflt, int64_t max, int64_t *out,
-                      const char *what, char *err, size_t errlen);
 /* posix_fadvise(DONTNEED) after fdatasync on one file, and the fraction of its pages resident. */
 void iob_run_drop_file(const char *path);
 int64_t iob_run_resident_pages(const char *path, int64_t *pages);

@@ -12,7 +12,6 @@ In parallel (pytest-xdist, `-n auto` in pyproject's addopts): see "Running in pa
 docs/operations.md#tests.
 """
 import fcntl
-import importlib.util
 import json
 import os
 import shutil
@@ -22,6 +21,11 @@ import time
 from pathlib import Path
 
 import pytest
+
+from iobench_lib import installed
+from tests.support import delay
+from tests.support.launch import run
+from tests.support.preload import build_preload
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,12 +37,9 @@ os.environ.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
 
 
 def _optional_library_args() -> list:
-    """-DCMAKE_PREFIX_PATH=<ADIOS2> when configs/systems/_detect.py finds one (ci/build_adios2.sh's
+    """-DCMAKE_PREFIX_PATH=<ADIOS2> when iobench_lib/installed.py finds one (ci/build_adios2.sh's
     install); SIONlib is found by CMake itself through $SIONLIB_ROOT or sionconfig on PATH."""
-    spec = importlib.util.spec_from_file_location("_detect", REPO / "configs" / "systems" / "_detect.py")
-    detect = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(detect)
-    prefix = detect.adios2_dir()
+    prefix = installed.adios2_dir()
     return [f"-DCMAKE_PREFIX_PATH={prefix}"] if prefix else []
 
 
@@ -93,31 +94,6 @@ def iobench_backends(iobench) -> dict:
     return {line.split()[0]: line.split()[1:] for line in lines if line.strip()}
 
 
-# For runs where every rank exits by itself at the same point (bad input: all parse, agree, print
-# and finalize): once a rank exits non-zero, mpirun SIGTERMs the others and waits this long
-# (default 1 s) before SIGKILL, though all have exited. Not for runs where ranks fail apart: 0
-# kills a rank still writing (tests/test_iobench_errors.py::test_disk_full lost its JSON).
-BAD_INPUT_ENV = {"OMPI_MCA_odls_base_sigkill_timeout": "0"}
-
-
-def mpirun_cmd(np: int) -> list:
-    return ["mpirun", "-np", str(np), "--oversubscribe"]
-
-
-def run(iobench: str, args, np: int = 2, timeout: float = 300, env=None):
-    """Run iobench under mpirun; returns (CompletedProcess, parsed JSON from stdout or None)."""
-    cmd = mpirun_cmd(np) + [iobench] + [str(a) for a in args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, **(env or {})))
-    doc = None
-    if proc.stdout.strip():
-        try:
-            doc = json.loads(proc.stdout)
-        except json.JSONDecodeError:
-            doc = None
-    return proc, doc
-
-
 @pytest.fixture
 def run_iobench(iobench):
     """Callable: run_iobench(args, np=2, timeout=300) -> (CompletedProcess, JSON document or None)."""
@@ -126,9 +102,10 @@ def run_iobench(iobench):
     return _run
 
 
-def iobench_error_lines(stderr: str) -> list:
-    """iobench's own stderr lines (mpirun adds its own banner when a rank exits non-zero)."""
-    return [line for line in stderr.splitlines() if line.startswith("iobench")]
+@pytest.fixture(scope="module")
+def delay_shim(tmp_path_factory):
+    """Path of the delay library (tests/support/delay.py): slow open/close on chosen ranks."""
+    return build_preload(tmp_path_factory.mktemp("shim"), "delay", delay.SOURCE)
 
 
 @pytest.fixture(scope="module")

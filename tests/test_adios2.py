@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from conftest import iobench_error_lines, mpirun_cmd
+from tests.support.launch import iobench_error_lines, mpirun_cmd
 
 SIZE = 16                      # 16^3 doubles = 32 KiB per rank
 NP = 2
@@ -143,7 +143,7 @@ def test_param_of_another_engine(mode, param, run_iobench, tmp_path):
     proc, doc = run_iobench(base(tmp_path, mode, "--param", param))
     assert proc.returncode == 2
     (line,) = iobench_error_lines(proc.stderr)
-    assert "not used by engine" in line and line.endswith(f"'{param.split('=')[0]}'")
+    assert f"is not used by --mode {mode} of adios2" in line and line.endswith(f"'{param.split('=')[0]}'")
     assert list(tmp_path.iterdir()) == []
 
 

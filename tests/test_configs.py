@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
+from iobench_lib import installed
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SETTINGS = REPO / 'configs' / 'settings.py'
-sys.path.insert(0, str(REPO / 'configs' / 'systems'))
-import _detect  # noqa: E402
 
 
 def show_config(tmp_path, what, env=None):
@@ -63,7 +63,7 @@ def test_features_follow_what_is_installed(tmp_path):
                                     'IOREGRESS_ADIOS2_DIR': str(tmp_path / 'nope')}))
     assert env['cc'] == 'mpicc'
     assert 'mpi' in env['features']
-    assert ('hdf5' in env['features']) == (_detect.hdf5_parallel_prefix() is not None)
+    assert ('hdf5' in env['features']) == (installed.hdf5_parallel_prefix() is not None)
     assert 'darshan' not in env['features'] and 'adios2' not in env['features']
 
     # A libdarshan.so that exists and an ADIOS2 prefix with its CMake package directory count.
@@ -90,21 +90,43 @@ def test_adios2_cache_picks_newest_complete_install(tmp_path, monkeypatch):
     (cache / 'adios2-2.11.0').mkdir(parents=True)   # incomplete: no CMake package
     # interrupted: CMake package there, but build_adios2.sh never wrote its stamp
     (cache / 'adios2-2.12.0' / 'lib' / 'cmake' / 'adios2').mkdir(parents=True)
-    assert _detect.adios2_dir() == str(cache / 'adios2-2.10.2')
+    assert installed.adios2_dir() == str(cache / 'adios2-2.10.2')
 
 
 def test_sionlib_root_needs_sionconfig(tmp_path, monkeypatch):
     monkeypatch.setenv('SIONLIB_ROOT', str(tmp_path))
     monkeypatch.setenv('PATH', '/usr/bin:/bin')
-    assert _detect.sionlib_root() is None
+    assert installed.sionlib_root() is None
     exe = tmp_path / 'bin' / 'sionconfig'
     exe.parent.mkdir()
     exe.write_text('#!/bin/sh\n')
     exe.chmod(0o755)
-    assert _detect.sionlib_root() == str(tmp_path)
+    assert installed.sionlib_root() == str(tmp_path)
 
 
 @pytest.mark.parametrize('var', ['IOREGRESS_SCRATCH'])
 def test_scratch_from_environment(tmp_path, var):
     part = show_config(tmp_path, 'systems/0/partitions/0', env={var: str(tmp_path)})
     assert part['extras']['scratch'] == str(tmp_path)
+
+
+def test_a_sites_copy_of_local_py_works_on_its_own(tmp_path):
+    """docs/site.md: a site starts from a copy of local.py. The copy needs no file beside it (it
+    imports iobench_lib.installed, installed by ci/setup.sh): loaded as settings.py loads a system
+    file, from a directory of its own, it is a system with this machine's detected libraries."""
+    copy = tmp_path / 'systems' / 'mysite.py'
+    copy.parent.mkdir()
+    local = (REPO / 'configs' / 'systems' / 'local.py').read_text()
+    copy.write_text(local.replace("'local'", "'mysite'"))
+    code = ('import importlib.util, json, sys; '
+            's = importlib.util.spec_from_file_location("m", sys.argv[1]); '
+            'm = importlib.util.module_from_spec(s); s.loader.exec_module(m); '
+            'print(json.dumps(m.site_configuration))')
+    proc = subprocess.run([sys.executable, '-c', code, str(copy)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    cfg = json.loads(proc.stdout)
+    assert [s['name'] for s in cfg['systems']] == ['mysite']
+    env = cfg['environments'][0]
+    assert env['target_systems'] == ['mysite'] and 'mpi' in env['features']
+    assert ('hdf5' in env['features']) == (installed.hdf5_parallel_prefix() is not None)

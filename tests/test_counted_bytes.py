@@ -14,14 +14,13 @@ import os
 import pathlib
 import re
 import subprocess
-import sys
 
 import pytest
 
+from iobench_lib import results
+from tests.support.preload import build_preload
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / 'reframe_checks'))
-from iobench_lib import results  # noqa: E402
-from preload import build_preload  # noqa: E402  (tests/preload.py)
 
 SHIM = r'''
 #define _GNU_SOURCE
@@ -209,8 +208,7 @@ def test_reframe_sanity_names_the_counted_bytes(iobench, shim, tmp_path):
         res = subprocess.run(['reframe', '-C', REPO / 'configs' / 'settings.py', '--system', 'local', '-c', checks,
                               '-n', f'ShortTransfers.*{io}', '-S', f'shim={shim}', '-S', f'shim_mode={mode}', '-r',
                               '--prefix', work, '--report-file', work / 'report.json', '--nocolor'],
-                             capture_output=True, text=True, timeout=600, cwd=work,
-                             env=dict(os.environ, PYTHONPATH=str(REPO)))
+                             capture_output=True, text=True, timeout=600, cwd=work)
         assert res.returncode != 0, res.stdout[-3000:]
         cases = [c for r in json.loads((work / 'report.json').read_text())['runs'] for c in r['testcases']
                  if c['name'].startswith('ShortTransfers')]

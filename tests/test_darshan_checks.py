@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-darshan = pytest.importorskip('darshan')
+from postprocess.darshan import checks as C
+from postprocess.darshan import facts as F
 
-from postprocess.darshan import checks as C  # noqa: E402
-from postprocess.darshan import facts as F  # noqa: E402
+darshan = pytest.importorskip('darshan')
 
 WHEEL = pathlib.Path(darshan.__file__).parent
 FIX = pathlib.Path(__file__).parent / 'fixtures' / 'darshan'

@@ -10,9 +10,9 @@ import sys
 import markupsafe
 import pytest
 
-darshan = pytest.importorskip('darshan')
+from postprocess.darshan import index as darshan_index, triage as darshan_triage
 
-from postprocess.darshan import index as darshan_index, triage as darshan_triage  # noqa: E402
+darshan = pytest.importorskip('darshan')
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 WHEEL = pathlib.Path(darshan.__file__).parent

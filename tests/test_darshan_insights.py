@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
+from postprocess.darshan import index as darshan_index, insights
+
 pytest.importorskip('darshan')
 pytest.importorskip('drishti', reason='pip install drishti-io (ci/setup.sh)')
-
-from postprocess.darshan import index as darshan_index, insights  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 FIX = REPO / 'tests' / 'fixtures' / 'darshan'

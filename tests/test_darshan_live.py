@@ -10,11 +10,11 @@ import subprocess
 
 import pytest
 
-from conftest import mpirun_cmd
+from postprocess.darshan import checks as C
+from postprocess.darshan import facts as F
+from tests.support.launch import mpirun_cmd
 
 pytest.importorskip('darshan')
-from postprocess.darshan import checks as C  # noqa: E402
-from postprocess.darshan import facts as F  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 LIB = os.environ.get('IOREGRESS_DARSHAN_LIB') or '/opt/darshan/lib/libdarshan.so'

@@ -15,12 +15,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from servers import free_port, victoria_metrics, webhook  # noqa: E402
+from postprocess.history.perflog import read_perflogs
+from tests.support.servers import free_port, victoria_metrics, webhook
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from postprocess.history.perflog import read_perflogs  # noqa: E402
 
 pytestmark = pytest.mark.reframe
 CHECKS = ['BenchIO.*size=64.*ranks=2.*posix:fpp', 'BaselineFio']      # with --tag quick: one BenchIO and fio
@@ -112,7 +110,7 @@ def test_values_and_findings_reach_victoriametrics(tmp_path):
                     dict(status='regression', scope='system', system='local', partition='default',
                          environ='*', check='*', params='', phase='read', change=-0.3,
                          since='2026-01-05', night='2026-01-05', confirmation='confirmed'),
-                    dict(status='unconfirmed', scope='series', system='local', partition='default',
+                    dict(status='noisy', scope='series', system='local', partition='default',
                          environ='mpi-gnu', check=bench['check'], params=bench['params'],
                          phase='read', change=-0.2, since=None, night='2026-01-05',
                          confirmation='not reproduced')]
@@ -130,7 +128,7 @@ def test_values_and_findings_reach_victoriametrics(tmp_path):
         assert (labels['since'], labels['change'], labels['status'], labels['check']) == \
             ('2026-01-04', '-42.0%', 'regression', bench['check'])
         assert labels['page'].endswith('/runs/20260105T020000Z-local-quick/post/report/index.html')
-        assert values == [-0.42] and stamps == [int(written.timestamp()) * 1000]
+        assert values == [1.0] and stamps == [int(written.timestamp()) * 1000]   # a finding: Grafana draws it
         assert got['system'][0]['phase'] == 'read' and got['system'][0]['since'] == '2026-01-05'
 
         # every query of the Grafana dashboard answers with data (variables at 'All')
@@ -192,7 +190,7 @@ def test_nightly_sends_values_when_the_system_file_says_so(tmp_path):
         settings = checkout_with_export(tmp_path, vm.url)
         results = tmp_path / 'results'
         env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-                   PYTHONPATH=str(REPO), IOREGRESS_CONFIG=str(settings))
+                   IOREGRESS_CONFIG=str(settings))
         proc = subprocess.run([str(REPO / 'ci' / 'nightly.sh'), '--tag', 'quick', '--system', 'local',
                                '--results', str(results), '--name', 'BaselineFio'],
                               capture_output=True, text=True, env=env, timeout=900)
@@ -203,3 +201,78 @@ def test_nightly_sends_values_when_the_system_file_says_so(tmp_path):
         assert set(sent) == {f'ioregress_{v}' for v in run['perf']}
         for var, perf in run['perf'].items():
             assert sent[f'ioregress_{var}'][1] == [pytest.approx(perf['value'], rel=1e-6)]
+
+
+# ---- findings as Grafana draws them ----------------------------------------------------------------
+def grafana_annotation_events(annotation, series, step_s):
+    """Grafana's Prometheus annotation processing (its datasource's processAnnotationResponse) on a
+    query_range answer: per series, the samples whose value is active become events, those at most a
+    step apart merged into one region; title and text rendered from the series' labels. Most releases
+    keep values > 0, some values >= 1: a sample must pass both to show in every one."""
+    def render(fmt, labels):
+        return re.sub(r'\{\{\s*(.+?)\s*\}\}', lambda m: labels.get(m.group(1), ''), fmt)
+    events = []
+    for s in series:
+        active = [int(t) * 1000 for t, v in s['values'] if float(v) > 0 and float(v) >= 1]
+        region = None
+        for stamp in active:
+            if region and region['timeEnd'] + step_s * 1000 >= stamp:
+                region['timeEnd'] = stamp
+                continue
+            if region:
+                events.append(region)
+            region = {'time': stamp, 'timeEnd': stamp, 'labels': s['metric'],
+                      'title': render(annotation['titleFormat'], s['metric']),
+                      'text': render(annotation['textFormat'], s['metric'])}
+        if region:
+            events.append(region)
+    return events
+
+
+def test_every_exported_finding_is_a_grafana_annotation(tmp_path):
+    """Each finding `export-findings` sends comes back from the dashboard's own annotation queries
+    (read from configs/grafana/ioregress.json, variables at 'All', over Grafana's aligned range and
+    annotation step) as a sample Grafana turns into an annotation, in the right one of the two
+    (regressions red, the rest orange), titled with its change. Signed changes as values were
+    dropped by Grafana (it keeps only values > 0), so regressions never showed."""
+    written = datetime.datetime(2026, 1, 5, 2, 0, 7, tzinfo=datetime.timezone.utc)
+    common = dict(system='local', partition='default', environ='mpi-gnu', night='2026-01-05')
+    findings = [dict(common, status='regression', scope='series', check='BenchIO_a', params='size=64',
+                     phase='write', change=-0.42, since='2026-01-04', confirmation='confirmed'),
+                dict(common, status='regression', scope='system', check='*', environ='*', params='',
+                     phase='read', change=-0.03, since='2026-01-05', confirmation='carried'),
+                dict(common, status='improvement', scope='series', check='BenchIO_b', params='size=128',
+                     phase='read', change=0.25, since='2026-01-05'),
+                dict(common, status='failed', scope='series', check='BenchIO_c', params='size=32',
+                     phase='write', change=None)]
+    run_dir = tmp_path / 'runs' / '20260105T020000Z-local-nightly'
+    (run_dir / 'post').mkdir(parents=True)
+    (run_dir / 'post' / 'verdict.json').write_text(json.dumps(
+        {'schema': 'ioregress-verdict/1', 'written': written.isoformat(), 'confirmation': 'done',
+         'status': 'regression', 'findings': findings}))
+    doc = json.loads((REPO / 'configs' / 'grafana' / 'ioregress.json').read_text())
+    annotations = [a for a in doc['annotations']['list'] if 'ioregress_finding' in a.get('expr', '')]
+    assert len(annotations) == 2
+    with victoria_metrics(tmp_path) as vm:
+        proc = postprocess('export-findings', '--run', str(run_dir), '--system', 'local', '--url', vm.url)
+        assert proc.returncode == 0 and '4 finding(s) ->' in proc.stdout, proc.stdout + proc.stderr
+        vm.export('ioregress_finding', expect=len(findings))
+        drawn = {}
+        for annotation in annotations:
+            step = int(annotation['step'].rstrip('h')) * 3600
+            assert annotation['step'].endswith('h') and not annotation['useValueForTime']
+            start = (int(written.timestamp()) - 7 * 86400) // step * step    # Grafana aligns to step
+            end = (int(written.timestamp()) + 86400) // step * step + step
+            series = vm.query_range(grafana_substitute(annotation['expr']), start, end, step)
+            drawn[annotation['name']] = grafana_annotation_events(annotation, series, step)
+    red, other = (drawn[a['name']] for a in annotations)
+    assert annotations[0]['iconColor'] == 'red'
+    for f in findings:
+        where = red if f['status'] == 'regression' else other
+        [event] = [e for e in where if e['labels']['check'] == f['check'] and e['labels']['phase'] == f['phase']]
+        assert written.timestamp() * 1000 - 1000 <= event['time'] <= written.timestamp() * 1000 + step * 1000
+        change = '' if f['change'] is None else f"{f['change']:+.1%}"
+        assert event['title'].rstrip().endswith(f"{f['system']}:{f['partition']} {f['check']} {f['phase']} {change}".rstrip())
+        assert event['title'].startswith(f['status'])
+    assert len(red) == 2 and len(other) == 2
+    assert '-42.0%' in next(e['title'] for e in red if e['labels']['check'] == 'BenchIO_a')

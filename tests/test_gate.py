@@ -3,11 +3,11 @@
 * too few pairs: every check and phase says cannot tell, with how many pairs would decide, and the
   gate exits 4; its page opens in headless Chromium at 1280 px with a row and a strip of points
   per check and phase;
-* an A/A gate (one environment on both sides) says same and exits 0 (slow; within +-40 %, what
-  8 pairs resolve on this loaded VM);
+* an A/A gate (one environment on both sides) is never slower: same (exit 0) or, where the
+  machine's noise does not allow it, cannot tell (exit 4) (slow);
 * three parts differ (Open MPI's MPI-IO implementation, a default MPI-IO hint, and LD_PRELOAD of
-  bench/iofault.c, which makes every iobench write slower): the gate says slower and --bisect names
-  env LD_PRELOAD and only it (slow).
+  tests/support/iofault.c, which makes every iobench write slower): the gate says slower and
+  --bisect names env LD_PRELOAD and only it (slow).
 Data go to /dev/shm here: on this shared machine other jobs' disk I/O moves a small check's
 bandwidth by a factor of 2-5 between ReFrame runs (docs/gate.md, "On this machine"), which would
 leave every verdict at cannot tell and test the disk, not the gate. bench/gate_bisect.py measures
@@ -21,12 +21,15 @@ from pathlib import Path
 
 import pytest
 
+from bench import gate_bisect        # the fault stacks' configuration
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / 'bench'))
-import gate_bisect  # noqa: E402  (bench/gate_bisect.py: the fault stacks' configuration)
 
 pytestmark = pytest.mark.reframe
 CHECK = 'BenchIO%size=64%ranks=2%stripe=default%io=posix:fpp'
+#: the slow tests judge figures: phases of ~0.2 s, not ~25 ms (whose pair ratios on this loaded
+#: VM reach 0.4 and 7, where no 8 pairs decide anything)
+BIG = gate_bisect.CHECK
 
 
 def gate(tmp_path, *args, name=CHECK, config=None, repeat=3):
@@ -80,16 +83,21 @@ def test_too_few_pairs_cannot_tell_and_the_page_shows_it(tmp_path, browser):
 
 
 @pytest.mark.slow
-def test_aa_gate_says_same(tmp_path):
-    # +-40 %: on this loaded 2-core VM the pair ratios of one stack against itself spread by
-    # 0.15-0.2 (sd of their logs), and "same" within +-5 % would take 100+ pairs (docs/gate.md,
-    # "On this machine"); here the A/A path is under test: pairs of one block, ratios around 1,
-    # an equivalence verdict, exit 0. The 5 % figures are bench/gate_bisect.py's.
+def test_aa_gate_is_never_slower(tmp_path):
+    # one stack against itself: "same" where the pairs' spread allows it, "cannot tell" (exit 4,
+    # with the pairs that would decide) where it does not, never slower or faster. On this VM
+    # under other sessions' load the A/A pair ratios of this check spread from 0.44 to 1.69
+    # (sd of their logs 0.13-0.35), so which of the two it says depends on the hour; how often
+    # each comes at +-5 % is bench/gate_bisect.py --what aa's figure (docs/gate.md)
     proc, doc, _ = gate(tmp_path, '--a', 'mpi-gnu', '--b', 'mpi-gnu', '--pairs', '8',
-                        '--tolerance', '0.4')
-    assert [r['status'] for r in doc['results']] == ['same', 'same'], proc.stdout
-    assert all(0.8 < r['ratio'] < 1.25 and r['n'] == 8 for r in doc['results']), proc.stdout
-    assert proc.returncode == 0 and 'GATE: PASS' in proc.stdout
+                        '--tolerance', '0.4', name=BIG)
+    statuses = [r['status'] for r in doc['results']]
+    assert len(statuses) == 2 and set(statuses) <= {'same', 'cannot tell'}, proc.stdout
+    assert all(0.67 < r['ratio'] < 1.5 and r['n'] == 8 for r in doc['results']), proc.stdout
+    if statuses == ['same', 'same']:
+        assert proc.returncode == 0 and 'GATE: PASS' in proc.stdout
+    else:
+        assert proc.returncode == 4 and 'pairs would' in proc.stdout, proc.stdout
 
 
 @pytest.mark.slow
@@ -97,8 +105,8 @@ def test_bisect_names_the_part_that_carries_the_slowdown(tmp_path):
     if not subprocess.run(['sh', '-c', 'command -v cc'], capture_output=True).returncode == 0:
         pytest.skip('no C compiler (cc) for the fault library')
     config = gate_bisect.fault_config(tmp_path, 1.0)     # every write +100 %: x0.5
-    proc, doc, out = gate(tmp_path, '--a', 'gate-fault-a', '--b', 'gate-fault-b', '--pairs', '6',
-                          '--tolerance', '0.15', '--bisect', config=config)
+    proc, doc, out = gate(tmp_path, '--a', 'gate-fault-a', '--b', 'gate-fault-b', '--pairs', '8',
+                          '--tolerance', '0.15', '--bisect', config=config, name=BIG)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert {(r['phase'], r['status']) for r in doc['results']} >= {('write', 'slower')}
     bis = doc['bisect']

@@ -1,6 +1,6 @@
 """The gate's parts that need no measurement: its statistics, the parts of two real stacks (as
-ReFrame resolves configs/systems/_stacks.py), their mixes, bad usage, and `compare` failing
-closed on the committed synthetic perflogs. The runs themselves: tests/test_gate.py."""
+ReFrame resolves iobench_lib/gate_stacks.py), their mixes, bad usage, and `compare` failing closed
+on the committed synthetic perflogs. The runs themselves: tests/test_gate.py."""
 import json
 import subprocess
 import sys
@@ -217,7 +217,7 @@ def test_compare_cannot_tell_one_session(tmp_path):
 
 
 def test_compare_still_passes_what_it_judged(tmp_path):
-    ok, ok_doc = _compare(tmp_path, '2026-11-01..2026-11-04', '2026-11-05')
+    ok, ok_doc = _compare(tmp_path, '2026-11-01..2026-11-06', '2026-11-07')   # 5+ nights before
     assert ok.returncode == 0 and ok_doc['status'] == 'ok' and not ok_doc['cannot_tell']
     assert ok_doc['series'] and all(s['status'] == 'ok' for s in ok_doc['series'])
 
@@ -240,11 +240,11 @@ def test_a_check_whose_build_failed_is_failed_not_a_missing_figure():
     ok = {'name': 'BenchIO', 'system': 'local', 'partition': 'default', 'result': 'pass',
           'iob_reps': '', 'perfvalues': {
         'local:default:write': [500.0, None, None, None, 'MiB/s']}}
-    assert _figures(ok) == dict(_figures(ok), result='pass', phases={'write': 500.0})
-    assert _figures(dict(ok, result='fail', fail_phase='performance'))['result'] == 'pass'
-    dep = _figures(dict(ok, result='fail_deps', fail_reason=None, perfvalues={}))
+    assert _figures(ok, {}) == dict(_figures(ok, {}), result='pass', phases={'write': 500.0})
+    assert _figures(dict(ok, result='fail', fail_phase='performance'), {})['result'] == 'pass'
+    dep = _figures(dict(ok, result='fail_deps', fail_reason=None, perfvalues={}), {})
     assert dep['result'] == 'fail' and 'fixture' in dep['reason'] and dep['phases'] == {}
-    good = [{'checks': {'BenchIO': _figures(ok)}}] * 5
+    good = [{'checks': {'BenchIO': _figures(ok, {})}}] * 5
     rows = judge.arm(good, [{'checks': {'BenchIO': dep}}] * 5, 0.05, 0.90)
     assert [(r['status'], r['phase']) for r in rows] == [('failed', 'write')]
     assert 'failed under B in 5 of 5' in rows[0]['reason']

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import BAD_INPUT_ENV
+from tests.support.launch import BAD_INPUT_ENV
 
 
 def own_lines(stderr):
@@ -162,7 +162,7 @@ def test_a_hung_error_path_still_leaves_the_failed_document(hang_rank, run_ioben
     the hang both said, and removes the data files: a hung run is not a run without a result. With
     rank 1 failing, rank 0 is the one stuck without a watchdog (the CI failure of
     test_disk_full[hdf5-collective]): rank 1 writes it."""
-    from preload import build_preload
+    from tests.support.preload import build_preload
     if "mpiio" not in iobench_backends:
         pytest.skip("mpiio not compiled in")
     shim = build_preload(tmp_path, "hang", HANG_SHIM)
@@ -197,7 +197,7 @@ def test_a_hang_after_the_document_was_emitted_does_not_print_a_second(run_ioben
     """With barriers=1 the failure is agreed inside the span, so the failure path emits the document
     and then releases the library, whose close hangs: the watchdog ends the run without a second
     document on stdout, and says the hang on stderr."""
-    from preload import build_preload
+    from tests.support.preload import build_preload
     if "mpiio" not in iobench_backends:
         pytest.skip("mpiio not compiled in")
     shim = build_preload(tmp_path, "hang", HANG_SHIM)
@@ -212,3 +212,47 @@ def test_a_hang_after_the_document_was_emitted_does_not_print_a_second(run_ioben
     assert "did not complete" not in doc["error"]
     assert any("within 3 s" in line for line in own_lines(proc.stderr)), proc.stderr
     assert list(data.iterdir()) == []
+
+
+def option_tables(iobench):
+    """iobench --list's option tables: {owner: [(key, the whole line)]}, owners as listed."""
+    out = subprocess.run([iobench, "--list"], capture_output=True, text=True, check=True).stdout
+    tables, owner = {}, None
+    for line in out.split("\n\n", 1)[1].splitlines():
+        if line.startswith("  ") and not line.startswith("    "):
+            owner = line.split()[0]
+            tables[owner] = []
+        elif line.startswith("    ") and owner and not line.strip().startswith("("):
+            tables[owner].append((line.split()[0].split("=")[0], line))
+    return tables
+
+
+def test_every_listed_key_is_validated_as_listed(iobench, iobench_backends, tmp_path):
+    """One table per owner gives --help and the validation: every key --list shows (but the strings
+    passed on to the library) refuses 'x' with one line naming the key, what it accepts exactly as
+    --list says it, and the value; nothing is created."""
+    tables = option_tables(iobench)
+    patterns = {"benchio", "hacc", "nektar", "mdfiles", "ior", "mddatasets"} & set(tables)
+    assert {"driver", "posix", "mpiio"} <= set(tables) and {"benchio", "ior", "mdfiles"} <= patterns
+    runs = []
+    for owner, keys in tables.items():
+        backend = owner if owner in iobench_backends else "hdf5" if owner == "mddatasets" else "posix"
+        if backend not in iobench_backends:
+            continue
+        for key, line in keys:
+            if "passed on, the library checks it" in line:
+                continue
+            mode = line.split("[", 1)[1].split("]")[0].split("|")[0] if " [" in line else iobench_backends[backend][0]
+            args = [iobench, "--backend", backend, "--mode", mode, "--param", f"{key}=x", "--dir", str(tmp_path)]
+            if owner in patterns:
+                args += ["--pattern", owner]
+            runs.append((owner, key, line, subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                            text=True)))
+    for owner, key, line, proc in runs:       # started together: each MPI start-up costs ~0.5 s
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 2, (owner, key, stderr)
+        prefix = f"iobench: error: --param {key} ("
+        assert stderr.startswith(prefix) and stderr.endswith(") 'x'\n"), (owner, key, stderr)
+        accepted = stderr[len(prefix):-len(") 'x'\n")]
+        assert f" {accepted} " in line, (owner, key, accepted, line)
+    assert len(runs) >= 15 and list(tmp_path.iterdir()) == []

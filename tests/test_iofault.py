@@ -1,4 +1,4 @@
-"""The fault of the real-night replay has the size it claims (bench/iofault.c, bench/nights.py).
+"""The fault of the real-night replay has the size it claims (tests/support/iofault.c, tests/support/nights.py).
 
 bench/real_replay.py and tests/test_verdicts_e2e.py judge the verdict by whether it finds "every
 iobench write ~20 % slower". Whether a miss is the detector's or the fault's is read here: the
@@ -20,21 +20,17 @@ under any load this machine sees, which a fault library that lost its charge (0)
 (0.35+) still fails.
 The metadata fault: its charge is a fifth of MDEmptyFiles' four timed phases. That share cannot
 tell a delay the phases absorbed (a create's delay slept while the other rank held the directory:
-+7-14 % on the create phase, where +25 % was charged) from one they took; bench/fault_size.py
-measures the realized change side by side.
++7-14 % on the create phase, where +25 % was charged) from one they took; the realized change was
+measured side by side (bench/fault_size.py, now in git history).
 """
 import json
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import run
+from tests.support import nights
+from tests.support.launch import run
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / 'bench'))
-import nights  # noqa: E402  (bench/nights.py)
 
 CASES = [('posix', 'fpp'), ('mpiio', 'independent'), ('mpiio', 'collective'),
          ('hdf5', 'independent')]
@@ -89,9 +85,10 @@ def test_the_fault_is_a_fifth_of_each_phase(iobench, iobench_backends, fault_lib
 def test_the_metadata_fault_is_a_fifth_of_the_metadata_phases(iobench, fault_lib, tmp_path):
     """MDEmptyFiles' shape: every timed call of its four phases is a metadata call, so the fault
     acts on all of them at its size. Whether the phases took that delay or absorbed it, this share
-    cannot tell (0.20 either way, measured): bench/fault_size.py does. Rank 0's mkdir and rmdir of
-    each repetition's directory are untimed, so not in the share: an rmdir waits on the journal
-    while other tests write (CI 2026-11-27, with them in: 0.218)."""
+    cannot tell (0.20 either way, measured); a side-by-side run does (bench/fault_size.py, in git
+    history). Rank 0's mkdir and rmdir of each repetition's directory are untimed, so not in the
+    share: an rmdir waits on the journal while other tests write (CI 2026-11-27, with them in:
+    0.218)."""
     args = ['--backend', 'posix', '--mode', 'fpp', '--pattern', 'mdfiles', '--size', 5000,
             '--param', 'filesize=0', '--phase', 'both']
     share, charged, phases, _ = charged_share(

@@ -19,19 +19,14 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import BAD_INPUT_ENV, mpirun_cmd
+from bench import ior_pairs
+from tests.support.launch import BAD_INPUT_ENV, ior_binary, mpirun_cmd
 
 BLOCK, XFER, SEGS = 64 * 1024, 16 * 1024, 3
 XW, STAMP_EVERY = XFER // 8, 512          # words per transfer; one stamp per 4 KiB
 SIZES = ["--param", f"block={BLOCK // 1024}k", "--param", f"transfer={XFER // 1024}k",
          "--param", f"segments={SEGS}"]
 IOR_PACKET = ["-l", "o"]                  # as reframe_checks/iobench_lib/ior_pairs.IOR_PACKET
-
-
-def ior_binary():
-    root = os.environ.get("IOR_ROOT")
-    path = os.path.join(root, "bin", "ior") if root else shutil.which("ior")
-    return path if path and os.access(path, os.X_OK) else None
 
 
 def ior_args(backend, mode, tmp_path, *extra):
@@ -167,14 +162,14 @@ def test_size_defaults_block_from_size_in_mib(run_iobench, tmp_path):
 
 @pytest.mark.parametrize("params, words", [
     (["block=96k", "transfer=64k"], "block must be a multiple of transfer"),
-    (["block=0"], "block must be > 0"),
-    (["block=1m", "transfer=0"], "transfer must be > 0"),
-    (["block=1m", "segments=0"], "segments must be > 0"),
+    (["block=0"], "--param block (bytes >= 1 and below 2^63, suffix k/m/g/t) '0'"),
+    (["block=1m", "transfer=0"], "--param transfer (bytes >= 1 and below 2^63, suffix k/m/g/t) '0'"),
+    (["block=1m", "segments=0"], "--param segments (an integer 1..2147483647) '0'"),
     (["block=1m", "transfer=12"], "multiple of 8 bytes"),
     (["block=4g", "transfer=1m", "segments=2147483647"], "overflows 2^63"),
-    (["block=8388608t"], "below 2^63"),
-    (["block=1x"], "bad ior param block"),
-    (["block=1m", "segments=2k"], "bad ior param segments"),
+    (["block=8388608t"], "below 2^63, suffix k/m/g/t) '8388608t'"),
+    (["block=1x"], "--param block (bytes"),
+    (["block=1m", "segments=2k"], "--param segments (an integer 1..2147483647) '2k'"),
 ])
 def test_bad_sizes_one_line_exit_2_nothing_created(iobench, tmp_path, params, words):
     args = ["--backend", "posix", "--pattern", "ior", "--dir", str(tmp_path)]
@@ -283,8 +278,6 @@ def test_a_rank_holds_one_transfer_buffer_not_its_blocks(iobench, tmp_path):
 
 
 def test_bench_splits_two_modes_and_pairs_within_one():
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-    import ior_pairs
     pairs = [(404, 1760), (1675, 409), (1559, 1564), (428, 1739), (1570, 1571)]
     counts, same, n = ior_pairs.mode_summary(pairs)
     assert counts == "fast 3/4" and n == 2 and same == pytest.approx((1559 / 1564 + 1570 / 1571) / 2)
@@ -293,8 +286,6 @@ def test_bench_splits_two_modes_and_pairs_within_one():
 
 
 def test_bench_ci_of_the_median_ratio_says_within_differs_or_unresolved():
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-    import ior_pairs
     from scipy.stats import binom
     # n = 8 at 90 %: x(2)..x(7), coverage 1 - 2 P(B(8, 1/2) <= 1) = 0.930
     r = [0.90, 0.97, 0.98, 0.99, 1.00, 1.01, 1.03, 1.20]

@@ -1,11 +1,8 @@
 """postprocess/report/ior_ratio.py: iobench/IOR ratios from the two series of the IOR check."""
 import datetime
-import pathlib
-import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from postprocess.history.store import History  # noqa: E402
-from postprocess.report.ior_ratio import ior_ratios  # noqa: E402
+from postprocess.history.store import History
+from postprocess.report.ior_ratio import ior_ratios
 
 MiB = 2 ** 20
 T0 = datetime.datetime(2026, 11, 20, 2, 0, tzinfo=datetime.timezone.utc)

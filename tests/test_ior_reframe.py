@@ -8,16 +8,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-from test_ior_pattern import ior_binary
-from test_reframe import CHECKS, reframe, report_cases
-
-sys.path.insert(0, os.path.dirname(CHECKS))   # postprocess
-sys.path.insert(0, CHECKS)                    # iobench_lib
-from iobench_lib import ior_pairs, scaling  # noqa: E402
+from iobench_lib import ior_pairs, scaling
+from tests.support.launch import ior_binary
+from tests.support.reframe_runs import CHECKS, reframe, report_cases
 
 pytestmark = pytest.mark.reframe
 

@@ -8,15 +8,15 @@ would run on the cluster, so the test reads the exact commands.
 """
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from iobench_lib import lustre
+from tests.support import reframe_systems
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / 'tests' / 'fixtures' / 'lustre'
-sys.path.insert(0, str(REPO / 'reframe_checks'))
-from iobench_lib import lustre  # noqa: E402
 
 MiB = 1024 * 1024
 EXPECTED = {
@@ -127,33 +127,12 @@ def test_repository_stripe_menus_are_valid():
 
 
 # ---- real ReFrame dry runs on throw-away systems ---------------------------------------------
-CONFIG = '''
-import copy, importlib.util
-_spec = importlib.util.spec_from_file_location('ioregress_settings', {settings!r})
-_settings = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_settings)
-site_configuration = copy.deepcopy(_settings.site_configuration)
-_local = next(s for s in site_configuration['systems'] if s['name'] == 'local')
-_env = next(e for e in site_configuration['environments'] if e['name'] == 'mpi-gnu'
-            and 'local' in e['target_systems'])
-for name, features, stripes in {systems!r}:
-    system = copy.deepcopy(_local)
-    system.update(name=name, hostnames=['^never-match-' + name + '$'])
-    part = system['partitions'][0]
-    part['features'] = features
-    part['extras'] = dict(part['extras'], stripes=stripes, scratch={scratch!r})
-    site_configuration['systems'].insert(0, system)
-    site_configuration['environments'].append(dict(copy.deepcopy(_env), target_systems=[name]))
-'''
-
-
 def _dry_run(tmp_path, system, *extra):
-    systems = [('fake-lustre', ['lustre'], ['default', 'c4-S4M', 'c-1-S128M']),
-               ('no-lustre', [], ['default', 'c4-S4M']),
-               ('bad-menu', ['lustre'], ['default', 'c4-S3M'])]
-    conf = tmp_path / 'conf.py'
-    conf.write_text(CONFIG.format(settings=str(REPO / 'configs' / 'settings.py'), systems=systems,
-                                  scratch=str(tmp_path / 'scratch')))
+    scratch = str(tmp_path / 'scratch')
+    conf = reframe_systems.write_config(tmp_path / 'conf.py', [
+        ('fake-lustre', ['lustre'], dict(stripes=['default', 'c4-S4M', 'c-1-S128M'], scratch=scratch)),
+        ('no-lustre', [], dict(stripes=['default', 'c4-S4M'], scratch=scratch)),
+        ('bad-menu', ['lustre'], dict(stripes=['default', 'c4-S3M'], scratch=scratch))])
     cmd = ['reframe', '-C', str(conf), '-c', str(REPO / 'reframe_checks' / 'benchio.py'),
            '--system', system, '--prefix', str(tmp_path / 'rf'), '-n', r'BenchIO.*io=mpiio:collective',
            '-P', 'size=96', '-P', 'ranks=8', '--dry-run', *extra]   # stripes: nightly sizes only

@@ -1,4 +1,5 @@
 """Real ReFrame runs feeding postprocess: the fio baseline check, and the results DB."""
+import json
 import os
 import subprocess
 import sys
@@ -7,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from postprocess.history.perflog import read_perflogs
+from postprocess.history.reports import db_records
+from postprocess.history.store import History, merge_runs
+from tests.support.reframe_runs import TEST_CHECKS
 
-from postprocess.history.store import History, merge_runs, read_results_db  # noqa: E402
-from postprocess.history.perflog import read_perflogs  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.reframe
 
@@ -47,35 +49,7 @@ def test_baseline_fio_check_logs_raw_repetitions(tmp_path):
     assert run['perf']['write_bw']['value'] > 0
 
 
-TINY_CHECK = '''
-import reframe as rfm
-import reframe.utility.sanity as sn
-from reframe.core.builtins import run_after, sanity_function, performance_function, variable
-
-
-@rfm.simple_test
-class TinyDBCheck(rfm.RunOnlyRegressionTest):
-    """Test-only: logs fixed iob_* fields through the real ReFrame logging and results DB."""
-    valid_systems = ['*']
-    valid_prog_environs = ['*']
-    executable = 'echo'
-    executable_opts = ['write_bw=100']
-    iob_params = variable(str, value='backend=posix,mode=fpp,pattern=benchio,ranks=2,size=8,stripe=default')
-    iob_reps = variable(str, value='write=1048576:0.01,1048576:0.02;read=1048576:0.005')
-    iob_provenance = variable(str, value='{"sync_method":"fsync"}')
-
-    @sanity_function
-    def ok(self):
-        return sn.assert_found('write_bw', self.stdout)
-
-    @performance_function('MiB/s')
-    def write_bw(self):
-        return sn.extractsingle(r'write_bw=(\\S+)', self.stdout, 1, float)
-'''
-
-
 def test_results_db_ingest_matches_perflog(tmp_path):
-    (tmp_path / 'tiny.py').write_text(TINY_CHECK)
     config = tmp_path / 'config.py'
     config.write_text(textwrap.dedent(f'''
         import importlib.util
@@ -86,10 +60,11 @@ def test_results_db_ingest_matches_perflog(tmp_path):
                                           'sqlite_db_file': {str(tmp_path / 'results.db')!r}}}]
     '''))
     for _ in range(2):
-        proc = reframe(config, tmp_path / 'tiny.py', tmp_path)
+        proc = reframe(config, TEST_CHECKS / 'tiny_db.py', tmp_path)
         assert proc.returncode == 0, proc.stdout[-3000:]
-    db_runs, diag = read_results_db(str(tmp_path / 'results.db'))
-    assert list(diag) == [] and len(db_runs) == 2
+    (tmp_path / '.db.lock').unlink()                 # ReFrame's, from storing the sessions
+    db_runs = db_records(str(tmp_path / 'results.db'))         # through ReFrame's storage API
+    assert len(db_runs) == 2 and not (tmp_path / '.db.lock').exists()   # nothing left beside it
     assert len({r['session'] for r in db_runs}) == 2          # the DB knows the sessions
     run = db_runs[0]
     assert run['reps'] == {'write': [(1048576.0, 0.01), (1048576.0, 0.02)],
@@ -101,10 +76,26 @@ def test_results_db_ingest_matches_perflog(tmp_path):
     assert len(merged) == 2 and all(len(r['session']) == 36 for r in merged)
     assert len(History(merged)) == 6
     # the CLI reads the DB too, alone or together with the perflogs (no double counting)
-    env = dict(os.environ, PYTHONPATH=str(REPO))
     for extra in ([], ['--perflogs', str(tmp_path / 'perflogs')]):
         proc = subprocess.run([sys.executable, '-m', 'postprocess', 'ingest', '--db',
                                str(tmp_path / 'results.db'), *extra], capture_output=True,
-                              text=True, env=env, timeout=120)
+                              text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert len(proc.stdout.splitlines()) == 1 + 6
+    # the nightly's last step: its report into the results store, once, whatever asks again
+    store = tmp_path / 'store'
+    proc = subprocess.run([sys.executable, '-m', 'postprocess', 'store-run', '--run', str(tmp_path),
+                           '--store', str(store)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (path,) = store.glob('system=local/year=*/*.parquet')
+    assert path.name == f'{tmp_path.name}.parquet'
+    for extra in ([], ['--this-run', str(tmp_path)], ['--db', str(tmp_path / 'results.db')]):
+        proc = subprocess.run([sys.executable, '-m', 'postprocess', 'ingest', '--store', str(store),
+                               '--format', 'jsonl', *extra], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        rows = [json.loads(line) for line in proc.stdout.splitlines()]
+        # the store's run, and with the DB the other session too: each run counted once
+        assert len(rows) == (6 if '--db' in extra else 3), extra
+        assert len({r['session'] for r in rows}) == len(rows) // 3
+        assert all(len(r['session']) == 36 for r in rows)            # ReFrame's session UUID

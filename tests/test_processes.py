@@ -4,15 +4,13 @@ perflog line carries all their repetitions and commands; a lost process's docume
 check by name; the merge itself on documents."""
 import json
 import pathlib
-import sys
 
 import pytest
 
+from iobench_lib import processes
+from tests.support.reframe_runs import reframe, report_cases
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / 'reframe_checks'))
-sys.path.insert(0, str(REPO / 'tests'))
-from iobench_lib import processes  # noqa: E402
-from test_reframe import reframe, report_cases  # noqa: E402
 
 
 def doc(command, reps, status='ok'):

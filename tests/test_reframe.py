@@ -15,40 +15,19 @@ import time
 
 import pytest
 
+from iobench_lib import installed
+from tests.support.reframe_runs import CHECKS, reframe, report_cases, SETTINGS
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-SETTINGS = str(REPO / 'configs' / 'settings.py')
-CHECKS = str(REPO / 'reframe_checks')
-sys.path.insert(0, str(REPO / 'configs' / 'systems'))
-import _detect  # noqa: E402
 
 pytestmark = pytest.mark.reframe
 
 # Always built and required to pass on `local`; hdf5 when Debian's parallel HDF5 is there.
 REQUIRED = ['posix:fpp', 'posix:shared', 'mpiio:independent', 'mpiio:collective']
-if _detect.hdf5_parallel_prefix():
+if installed.hdf5_parallel_prefix():
     REQUIRED += ['hdf5:independent', 'hdf5:collective']
 PERFLOG_FIXED = ['job_completion_time', 'reframe version', 'name', 'system', 'partition',
                  'environ', 'iob_params', 'jobid', 'result', 'iob_reps', 'iob_provenance']
-
-
-def reframe(workdir, *args, timeout=900):
-    """Run reframe with everything (stage, output, perflogs, report, log) under workdir."""
-    workdir = pathlib.Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    cmd = ['reframe', '-C', SETTINGS, '--system', 'local', '--prefix', str(workdir),
-           '--perflogdir', str(workdir / 'perflogs'), '--report-file', str(workdir / 'report.json'),
-           *args]
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
-    proc.elapsed = time.monotonic() - t0
-    proc.output = proc.stdout + proc.stderr
-    return proc
-
-
-def report_cases(workdir):
-    with open(pathlib.Path(workdir) / 'report.json') as fp:
-        report = json.load(fp)
-    return [c for run in report['runs'] for c in run['testcases']]
 
 
 def write_refs(path, entries, require=False):

@@ -2,14 +2,14 @@
 import copy
 import json
 import pathlib
-import sys
 
 import pytest
 import yaml
 
+from iobench_lib import results
+from postprocess.references import reference_file
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / 'reframe_checks'))
-from iobench_lib import references, results  # noqa: E402
 
 KEY = 'backend=posix,mode=fpp,pattern=benchio,ranks=2,size=64,stripe=default'
 
@@ -25,11 +25,11 @@ def test_shipped_reference_files_are_valid():
     files = sorted((REPO / 'configs' / 'references').glob('*.yaml'))
     assert any(f.stem == 'local' for f in files)
     for f in files:
-        references.load(f)
+        reference_file.load(f)
 
 
 def test_local_references_cover_the_quick_suite_on_posix_mpiio_hdf5():
-    data = references.load(REPO / 'configs' / 'references' / 'local.yaml')
+    data = reference_file.load(REPO / 'configs' / 'references' / 'local.yaml')
     part = data['BenchIO']['local:default']
     for io in ('posix:fpp', 'posix:shared', 'mpiio:independent', 'mpiio:collective',
                'hdf5:independent', 'hdf5:collective'):
@@ -39,14 +39,14 @@ def test_local_references_cover_the_quick_suite_on_posix_mpiio_hdf5():
 
 
 def test_good_file_validates_and_looks_up(tmp_path):
-    data = references.validate('refs.yaml', good())
+    data = reference_file.validate('refs.yaml', good())
     resolve = {'$partition': 'local:default', 'iob_params': KEY}.get
-    assert references.lookup(data, 'BenchIO', resolve)['write_bw'][0] == 400
-    assert references.lookup(data, 'BenchIO', {'$partition': 'other:p', 'iob_params': KEY}.get) is None
-    assert references.lookup(data, 'Other', resolve) is None
+    assert reference_file.lookup(data, 'BenchIO', resolve)['write_bw'][0] == 400
+    assert reference_file.lookup(data, 'BenchIO', {'$partition': 'other:p', 'iob_params': KEY}.get) is None
+    assert reference_file.lookup(data, 'Other', resolve) is None
     # string keys also act as anchored regular expressions, as in ReFrame
     data['BenchIO']['local:default'] = {'backend=posix,.*': {'write_bw': [1, -0.5, None, 'MiB/s']}}
-    assert references.lookup(data, 'BenchIO', resolve)['write_bw'][0] == 1
+    assert reference_file.lookup(data, 'BenchIO', resolve)['write_bw'][0] == 1
 
 
 @pytest.mark.parametrize('mutate, where, what', [
@@ -70,8 +70,8 @@ def test_malformed_entries_name_file_and_key(tmp_path, mutate, where, what):
     mutate(data)
     path = tmp_path / 'refs.yaml'
     path.write_text(yaml.safe_dump(data))
-    with pytest.raises(references.ReferenceFileError) as err:
-        references.load(path)
+    with pytest.raises(reference_file.ReferenceFileError) as err:
+        reference_file.load(path)
     assert str(err.value).startswith(f'{path}: {where}')
     assert what in str(err.value)
 
@@ -79,10 +79,10 @@ def test_malformed_entries_name_file_and_key(tmp_path, mutate, where, what):
 def test_unreadable_and_invalid_yaml(tmp_path):
     bad = tmp_path / 'bad.yaml'
     bad.write_text('BenchIO: [unclosed\n')
-    with pytest.raises(references.ReferenceFileError, match=f'^{bad}: not valid YAML'):
-        references.load(bad)
-    with pytest.raises(references.ReferenceFileError, match='cannot read'):
-        references.load(tmp_path / 'missing.yaml')
+    with pytest.raises(reference_file.ReferenceFileError, match=f'^{bad}: not valid YAML'):
+        reference_file.load(bad)
+    with pytest.raises(reference_file.ReferenceFileError, match='cannot read'):
+        reference_file.load(tmp_path / 'missing.yaml')
 
 
 def test_params_key_is_sorted_and_escapes_separators():

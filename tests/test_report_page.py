@@ -8,13 +8,11 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / 'tests'))
+from postprocess.history.perflog import PHASES
+from postprocess.report import html, verdict
+from tests.support.report_inputs import cases_for, pp, SYNTH, synthetic_findings
 
-from postprocess.history.perflog import PHASES  # noqa: E402
-from postprocess.report import html, verdict  # noqa: E402
-from test_report_summary import SYNTH, cases_for, pp, synthetic_findings  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 EVIL = '<script>alert(1)</script>'
 
@@ -67,18 +65,18 @@ def test_old_findings_without_issue11_fields_and_new_ones_with_them(tmp_path):
     new = [finding(status='regression', change=-0.25, scope='series', since='2026-11-09'),
            finding(check='', params='', status='regression', scope='system', change=-0.2,
                    since='2026-11-11'),
-           finding(check='BenchIO %io=mpiio:collective', status='unconfirmed', change=-0.15)]
+           finding(check='BenchIO %io=mpiio:collective', status='noisy', change=-0.15)]
     a_old = verdict.build(old)['attention']
     assert [(a['kind'], a['since']) for a in a_old] == [('regression', '2026-11-12')]
     built = verdict.build(new)
-    # red first (what moved many series, then series); the unconfirmed flag is not red
+    # red first (what moved many series, then series); the noisy night is not red
     assert [(a['kind'], a['since']) for a in built['attention']] == [
         ('system', '2026-11-11'), ('regression', '2026-11-09')]
-    assert [a['kind'] for a in built['notes']] == ['unconfirmed']
+    assert [a['kind'] for a in built['notes']] == ['noisy']
     page = Path(html.write_report(str(tmp_path / 'i.html'), [], new, [],
                                   verdict=built)).read_text()
-    for label in ('>regression<', '>system-wide<', '>unconfirmed<', 'since 2026-11-09',
-                  '2 things need your attention', 'Not red tonight: 1 flag'):
+    for label in ('>regression<', '>system-wide<', '>noisy night<', 'since 2026-11-09',
+                  '2 things need your attention', 'Not red tonight: 1 level'):
         assert label in page
     assert page.index('Not red tonight') > page.index('>system-wide<')
 

@@ -2,60 +2,19 @@
 
 Inputs are real where cheap: a real quick run of four BenchIO checks through ci/quick.sh (one made
 to fail by an unreachable reference, three skipped when SIONlib is not built), and real detect
-findings of the synthetic perflog history; the issue-11 fields (`scope`, `since`, `unconfirmed`)
+findings of the synthetic perflog history; the issue-11 fields (`scope`, `since`, a `noisy` night)
 are added to those findings the way that issue describes them.
 """
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.report_inputs import cases_for, ENV, make_run, pp, synthetic_findings
+
 REPO = Path(__file__).resolve().parent.parent
-SYNTH = REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic'
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
-
-
-def pp(*args):
-    return subprocess.run([sys.executable, '-m', 'postprocess', *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300, env=ENV)
-
-
-def synthetic_findings(tmp_path):
-    """Real detection on the synthetic history (its last night holds a 35 % write drop)."""
-    out = tmp_path / 'detect.json'
-    proc = pp('detect', '--perflogs', SYNTH, '--json', out)
-    assert proc.returncode == 1, proc.stderr          # 1: a regression is shown
-    return json.loads(out.read_text())
-
-
-def cases_for(findings, fail=None, skip=()):
-    """A ReFrame report.json (the 4.10 layout) whose test cases are the findings' checks."""
-    cases, seen = [], set()
-    for f in findings:
-        name = f['check']
-        if name in seen or f.get('scope', 'series') != 'series':
-            continue
-        seen.add(name)
-        result = 'fail' if name == fail else 'skip' if name in skip else 'pass'
-        cases.append({'system': f['system'], 'partition': f['partition'], 'environ': f['environ'],
-                      'display_name': name, 'name': name, 'result': result, 'fixture': False,
-                      'iob_params': f['params'],
-                      'fail_phase': 'sanity' if result == 'fail' else None,
-                      'fail_reason': 'sanity error: rank 1: verification failed at element 17'
-                      if result == 'fail' else None})
-    return {'session_info': {'num_cases': len(cases)}, 'runs': [{'testcases': cases}]}
-
-
-def make_run(tmp_path, findings, report):
-    run = tmp_path / 'run'
-    (run / 'post').mkdir(parents=True)
-    (run / 'post' / 'detect.json').write_text(json.dumps(findings))
-    (run / 'report.json').write_text(json.dumps(report))
-    return run
 
 
 def test_summary_lists_regression_failure_and_issue11_fields(tmp_path):
@@ -66,15 +25,15 @@ def test_summary_lists_regression_failure_and_issue11_fields(tmp_path):
     failed = next(c for c in checks if 'posix:fpp' in c and '%ranks=4' in c)
     skipped = next(c for c in checks if 'hdf5' in c)
     report = cases_for(findings, fail=failed, skip=[skipped])
-    # issue 11 fields: a confirmed regression with its first night, a system-wide change, a flag
-    # waiting for its re-run
+    # issue 11 fields: a confirmed regression with its first night, a system-wide change, a noisy
+    # night (shown, not red)
     latest = max(f['night'] for f in findings)
     for f in findings:
         if f['status'] == 'regression':
             f['since'] = '2026-11-10'
     other = next(f for f in findings if f['night'] == latest and f['status'] == 'ok'
                  and f.get('scope', 'series') == 'series' and f['check'] not in (failed, skipped))
-    other['status'] = 'unconfirmed'
+    other['status'] = 'noisy'
     findings.append({'system': 'synthetic', 'partition': 'p1', 'environ': '*', 'check': '*',
                      'params': '', 'phase': 'read', 'night': latest, 'status': 'regression',
                      'scope': 'system', 'since': latest, 'change': -0.22, 'median': None,
@@ -86,9 +45,9 @@ def test_summary_lists_regression_failure_and_issue11_fields(tmp_path):
     n = len({f['check'] for f in findings if f.get('scope', 'series') == 'series'})
     assert lines[0] == f'ioregress: {n} checks: {n - 2} passed, 1 failed, 1 skipped'
     kinds = [line.split()[0] for line in lines if line.startswith('  ') and line[2] != ' ']
-    # ordered: what moved many series at once, regressions, failures; then (not red) unconfirmed
-    assert kinds == ['SYSTEM-WIDE'] + ['REGRESSION'] * len(regressions) + ['FAILED', 'UNCONFIRMED']
-    assert lines.index(next(ln for ln in lines if ln.startswith('  UNCONFIRMED'))) - 1 == \
+    # ordered: what moved many series at once, regressions, failures; then (not red) noisy
+    assert kinds == ['SYSTEM-WIDE'] + ['REGRESSION'] * len(regressions) + ['FAILED', 'NOISY']
+    assert lines.index(next(ln for ln in lines if ln.startswith('  NOISY'))) - 1 == \
         lines.index(next(ln for ln in lines if ln.startswith('not red tonight')))
     reg = next(line for line in lines if line.startswith('  REGRESSION'))
     r = regressions[0]
@@ -96,7 +55,7 @@ def test_summary_lists_regression_failure_and_issue11_fields(tmp_path):
     assert 'mpiio/collective ranks=4 size=64' in reg
     failed_line = next(ln for ln in lines if ln.startswith('  FAILED'))
     assert 'verification failed at element 17' in failed_line
-    assert 'all checks and fio: the filesystem or the partition read -22.0%' in proc.stdout
+    assert 'all iobench checks and fio: the filesystem or the partition read -22.0%' in proc.stdout
     assert lines[-1] == f'no report page ({run}/post/report/index.html not written)'
 
 
@@ -187,8 +146,6 @@ def test_skip_reasons_from_reframe_console(tmp_path):
 def test_summary_prefers_the_nightly_verdict_document(tmp_path):
     """ci/nightly.sh writes post/verdict.json (`postprocess verdict`, issue 11): its findings,
     scoped to tonight and confirmed, are what the summary lists."""
-    if pp('verdict', '--help').returncode != 0:
-        pytest.skip('this checkout has no `postprocess verdict` command (issue 11)')
     findings = synthetic_findings(tmp_path)
     checks = sorted({f['check'] for f in findings if f.get('scope', 'series') == 'series'})
     run = make_run(tmp_path, findings, cases_for(findings))
@@ -196,7 +153,7 @@ def test_summary_prefers_the_nightly_verdict_document(tmp_path):
               '--json', run / 'post' / 'verdict.json')
     assert proc.returncode in (0, 3), proc.stderr
     doc = json.loads((run / 'post' / 'verdict.json').read_text())
-    shown = [f for f in doc['findings'] if f['status'] in ('regression', 'unconfirmed')]
+    shown = [f for f in doc['findings'] if f['status'] in ('regression', 'degraded', 'noisy')]
     proc = pp('summary', '--run', run)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -215,7 +172,6 @@ def test_summary_prefers_the_nightly_verdict_document(tmp_path):
 
 def test_an_empty_file_series_is_shown_in_ops_per_second():
     """MDEmptyFiles logs operations as its amount (CONTRACT §3): its 'MiB/s' are ops/s / 2^20."""
-    sys.path.insert(0, str(REPO))
     from postprocess.report.summary import format_line
     a = {'kind': 'regression', 'check': 'MDEmptyFiles %size=5000', 'phase': 'read',
          'params': 'backend=posix,filesize=0,mode=fpp,pattern=mdfiles,ranks=2,size=5000',

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from servers import webhook  # noqa: E402
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
-from nights import FIRST_NIGHT, nightly, redate, today  # noqa: E402
+from tests.support.nights import FIRST_NIGHT, nightly, redate, today
+from tests.support.reframe_runs import TEST_CHECKS
+from tests.support.servers import webhook
 
 FAST = ['BenchIO.*size=64.*ranks=2.*posix:fpp', 'BaselineFio']
 
@@ -112,7 +111,7 @@ def reframe_db(results, *args):
 def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
     results = tmp_path / 'results'
     base = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-                PYTHONPATH=str(REPO), IOREGRESS_REPORT_URL='https://ci.example.org/ioregress/')
+                IOREGRESS_REPORT_URL='https://ci.example.org/ioregress/')
     base.pop('IOREGRESS_RESULTS_DB', None)
     statuses, told, outs = [], [], []
     with webhook() as (port, received):
@@ -137,7 +136,7 @@ def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
                   if got != want), -1)
     assert statuses == [0, 0, 0, 3, 1], f'night {wrong}: {outs[wrong]}'
     # one message, on the red night: its verdict lines and the page's published address; the
-    # failing run of the same night is not told again (tests/test_notify.py: 'RED (failed)')
+    # failing run of the same night is not told again (tests/test_notify.py: 'FAILED (...)')
     assert told == [0, 0, 0, 1, 1], out
     runs = sorted(p.name for p in (results / 'runs').iterdir())
     docs = [json.loads(body) for _, body in received]
@@ -174,18 +173,16 @@ def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
 def test_db_sessions_of_incomplete_runs_are_not_history(tmp_path):
     """A nightly killed after ReFrame stored its session (during postprocess) leaves a DB session
     whose run directory has INCOMPLETE: left out like its perflog lines, unless it is --this-run."""
-    from test_postprocess_reframe import TINY_CHECK
-    (tmp_path / 'tiny.py').write_text(TINY_CHECK)
     results = tmp_path / 'results'
     env = dict(os.environ, RFM_ENABLE_RESULTS_STORAGE='y',
-               RFM_SQLITE_DB_FILE=str(results / 'reframe.db'), PYTHONPATH=str(REPO))
+               RFM_SQLITE_DB_FILE=str(results / 'reframe.db'))
     runs = []
     for name, mark in (('20260101T020000Z-local-quick', 'COMPLETE'),
                        ('20260102T020000Z-local-quick', 'INCOMPLETE')):
         run = results / 'runs' / name
         run.mkdir(parents=True)
         proc = subprocess.run(['reframe', '-C', str(REPO / 'configs' / 'settings.py'), '-c',
-                               str(tmp_path / 'tiny.py'), '-r', '--system', 'local', '--prefix',
+                               str(TEST_CHECKS / 'tiny_db.py'), '-r', '--system', 'local', '--prefix',
                                str(run), '--perflogdir', str(tmp_path / 'other-perflogs'),
                                '--report-file', str(run / 'report.json')],
                               cwd=run, capture_output=True, text=True, env=env, timeout=300)

@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from iobench_lib import scratch
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / 'reframe_checks'))
-from iobench_lib import scratch  # noqa: E402
-sys.path.insert(0, str(REPO / 'configs' / 'systems'))
-import _detect  # noqa: E402
 
 FAKE_REFRAME = REPO / 'tests' / 'fixtures' / 'fake_reframe.py'
 REAL_LOG = REPO / 'tests' / 'fixtures' / 'perflogs' / 'real' / 'local' / 'default' / 'BenchIO.log'
@@ -119,7 +117,7 @@ def test_run_killed_mid_write_is_swept_by_the_next_nightly(tmp_path, iobench, io
     fake.write_text(FAKE_REFRAME.read_text())
     fake.chmod(0o755)
     env = dict(os.environ, REFRAME=str(fake), FAKE_PERFLOG=str(REAL_LOG), FAKE_LINES='1',
-               FAKE_TIME='2026-11-20T03:00:00+00:00', PYTHONPATH=str(REPO),
+               FAKE_TIME='2026-11-20T03:00:00+00:00',
                IOREGRESS_SCRATCH=str(scratch_dir))
     env.pop('IOREGRESS_SWEEP_HOURS', None)
     proc = subprocess.run(['bash', str(REPO / 'ci' / 'nightly.sh'), '--system', 'local', '--results',

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import iobench_error_lines
+from tests.support.launch import iobench_error_lines
 
 SIZE = 16                      # 16^3 doubles = 32 KiB per rank
 NP = 2
@@ -160,7 +160,7 @@ def test_ior_pattern_writes_in_place(iobench, tmp_path):
     sion_fwrite/sion_fread get that memory itself: nothing allocated or copied in the timed span. 128 MiB
     in one rank: its peak memory is the block once, not twice (before: a packed copy of it)."""
     import sys
-    from conftest import mpirun_cmd
+    from tests.support.launch import mpirun_cmd
     args = ["--backend", "sionlib", "--pattern", "ior", "--param", "block=128m", "--dir", str(tmp_path)]
     probe = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True); "
              "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")

@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 
-from test_iobench_timing import DELAY, shim  # noqa: F401  (shim: the delay library, a fixture)
+from tests.support.delay import DELAY
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 START = REPO / 'ci' / 'slurm' / 'start.sh'
@@ -191,20 +191,28 @@ def test_read_phase_alone_reads_from_another_node(cluster, iobench, tmp_path):
 
 def test_pagepool_reports_cache_not_defeated(cluster, iobench, tmp_path):
     """On a partition marked +gpfs (--param pagepool=1) a read of a rank's own node's data is not
-    disk bandwidth: 3+... layouts where some rank must stay on its node say so; others do not."""
-    doc = run_iobench_on(iobench, ['--backend', 'posix', '--param', 'pagepool=1'], LAYOUTS['3x7-block'][0], tmp_path)
+    disk bandwidth: in 3+... layouts where some rank must stay on its node, posix reads with O_DIRECT
+    (every rank) and says so, MPI-IO says cache not defeated; where every rank reads another node's
+    block, both are the usual rank shift."""
+    doc = run_iobench_on(iobench, ['--backend', 'mpiio', '--param', 'pagepool=1'], LAYOUTS['3x7-block'][0], tmp_path)
     assert doc['cache_defeated'] is False
     assert doc['cache_defeat'] == "cache not defeated (1 of 7 ranks read their own node's data)"
-    doc = run_iobench_on(iobench, ['--backend', 'posix', '--param', 'pagepool=1'], LAYOUTS['4x8-block'][0], tmp_path)
-    assert doc['cache_defeated'] is True and doc['cache_defeat'] == 'rank_shift+posix_fadvise_dontneed'
+    doc = run_iobench_on(iobench, ['--backend', 'posix', '--param', 'pagepool=1'], LAYOUTS['3x7-block'][0], tmp_path)
+    assert doc['cache_defeated'] is True
+    assert doc['cache_defeat'] == 'rank_shift+o_direct (1 of 7 ranks on their own node)'
+    for backend in ('posix', 'mpiio'):
+        doc = run_iobench_on(iobench, ['--backend', backend, '--param', 'pagepool=1'], LAYOUTS['4x8-block'][0],
+                             tmp_path)
+        assert doc['cache_defeated'] is True and doc['cache_defeat'] == 'rank_shift+posix_fadvise_dontneed'
 
 
 # ---- IOR's timing across nodes ---------------------------------------------------------------------
-def test_one_delay_counted_when_the_slow_ranks_are_on_different_nodes(cluster, iobench, shim, tmp_path):
-    """Rank 0 (iorn1) waits DELAY in open(), rank 1 (iorn2) DELAY in close() (tests/test_iobench_timing.py's
+def test_one_delay_counted_when_the_slow_ranks_are_on_different_nodes(cluster, iobench, delay_shim,
+                                                                      tmp_path):
+    """Rank 0 (iorn1) waits DELAY in open(), rank 1 (iorn2) DELAY in close() (tests/support/delay.py's
     LD_PRELOAD shim): each rank's span starts at its own exit from the barrier, so the phase counts one
     delay across nodes as on one; --param barriers=1 (IOR -g) counts both."""
-    env = {'LD_PRELOAD': shim, 'IOB_DELAY_MATCH': 'slowrank', 'IOB_DELAY_S': str(DELAY),
+    env = {'LD_PRELOAD': delay_shim, 'IOB_DELAY_MATCH': 'slowrank', 'IOB_DELAY_S': str(DELAY),
            'IOB_DELAY_OPEN_RANK': '0', 'IOB_DELAY_CLOSE_RANK': '1'}
     totals, added = {}, {}
     for extra in ([], ['--param', 'barriers=1']):
@@ -231,13 +239,12 @@ def test_benchio_and_scaling_span_nodes_through_reframe(cluster, iobench, tmp_pa
     """BenchIO at 6 ranks and BenchIOScaling at 6 ranks, posix fpp, on local-cluster: the partition
     states 4 cores per node, so the jobs ask for at most 4 tasks per node on exclusive nodes: 2 nodes."""
     report = tmp_path / 'report.json'
-    env = dict(os.environ, PYTHONPATH=str(REPO))
     res = run(['reframe', '-C', SETTINGS, '-c', REPO / 'reframe_checks' / 'benchio.py',
                '-c', REPO / 'reframe_checks' / 'scaling.py', '--system', 'local-cluster', '-r',
                '-n', r'^(BenchIO|BenchIOScaling)\b.*posix:fpp', '-P', 'ranks=6', '-P', 'size=16',
                '--prefix', tmp_path / 'rf', '--report-file', report, '--nocolor',
                '--max-retries', 2],   # launch_crashed: ReFrame cannot tell it apart, so it retries any failure
-              timeout=900, cwd=tmp_path, env=env)
+              timeout=900, cwd=tmp_path)
     assert res.returncode == 0, res.stdout[-4000:]
     last = {c['name']: c for r in json.loads(report.read_text())['runs'] for c in r['testcases']}  # retries last
     cases = [c for name, c in last.items() if not name.startswith('IOBenchBuild')]

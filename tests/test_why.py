@@ -10,17 +10,15 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / 'reframe_checks'))
-sys.path.insert(0, str(REPO))
+from iobench_lib import machine
+from postprocess.accept import apply, store
+from postprocess.common.errors import InputFault, UsageError
+from postprocess.compare import select
+from postprocess.history.store import History
+from postprocess.why import darshan_io, notes, provenance, text
+from postprocess.why.annotate import add_why
 
-from iobench_lib import machine  # noqa: E402
-from postprocess.accept import apply, store  # noqa: E402
-from postprocess.common.errors import InputFault, UsageError  # noqa: E402
-from postprocess.compare import select  # noqa: E402
-from postprocess.history.store import History  # noqa: E402
-from postprocess.why import darshan_io, notes, provenance, text  # noqa: E402
-from postprocess.why.annotate import add_why  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_probe_runs_in_a_shell_and_parses(tmp_path):
@@ -164,25 +162,16 @@ def test_accept_store_is_append_only_and_undo_works(tmp_path):
     assert store.results_of(str(tmp_path / 'perflogs' / 'sys')) == str(tmp_path)
 
 
-def test_rebaseline_drops_only_accepted_series_before_since():
-    runs = [run(f'2026-01-0{d}', check=c, params=p)
-            for d in (1, 2, 3, 4) for c, p in (('BenchIO %io=hdf5', 'backend=hdf5'),
-                                               ('BenchIO %io=posix', 'backend=posix'))]
-    history = History(runs)
+def test_an_acceptance_marks_the_findings_of_the_series_it_names():
     rec = {'id': 'x', 'system': 'sys', 'partition': None, 'checks': ['hdf5'],
            'since': '2026-01-03', 'reason': 'r'}
-    out = apply.rebaseline(history, [rec])
-    nights = {history.keys[k][3]: sorted({history.sessions[s]['night'] for s, _ in lst})
-              for (k, _), lst in out.groups().items()}
-    assert nights['BenchIO %io=hdf5'] == ['2026-01-03', '2026-01-04']
-    assert len(nights['BenchIO %io=posix']) == 4
-    assert len(history.groups()[(0, 0)]) == 4          # the original history is untouched
-    assert len(apply.drop_runs(runs, [rec])) == 6
     f = [{'system': 'sys', 'partition': 'p', 'check': 'BenchIO %io=hdf5', 'params': 'backend=hdf5',
           'night': '2026-01-04'}, {'system': 'sys', 'partition': 'p', 'check': '*', 'params': '',
-                                   'night': '2026-01-04'}]
+                                   'night': '2026-01-04'},
+         {'system': 'sys', 'partition': 'p', 'check': 'BenchIO %io=hdf5', 'params': 'backend=hdf5',
+          'night': '2026-01-02'}]
     apply.mark(f, [rec])
-    assert f[0]['accepted']['reason'] == 'r' and 'accepted' not in f[1]
+    assert f[0]['accepted']['reason'] == 'r' and 'accepted' not in f[1] and 'accepted' not in f[2]
 
 
 def test_selectors():
@@ -327,3 +316,13 @@ def test_spack_lock_hash_and_running_jobs(tmp_path):
     # squeue as it is here: a count when a Slurm answers, else the reason, never an exception
     got = machine.running_jobs(['--partition=nosuchpartition'])
     assert got == 0 or (isinstance(got, str) and got.startswith('unknown ('))
+
+
+def test_the_file_systems_own_telemetry_is_shown_beside_the_machine_state():
+    provs = [{'machine': {'load': [2.0, 1.0, 1.0], 'fs_telemetry': {'oss_cpu': v}}}
+             for v in (20.0, 30.0, 90.0)]
+    got = provenance.state(provs)
+    assert got == {'load': 2.0, 'fs': {'oss_cpu': 30.0}}
+    assert provenance.state_text({'fs': {'oss_cpu': 20.0}}, got) == 'load ? → 2.0, oss_cpu 20.0 → 30.0'
+    from postprocess.why import state
+    assert state.text(got) == 'load 2 · oss_cpu 30'

@@ -8,13 +8,9 @@ import datetime
 import json
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 pytest.importorskip('darshan')
 LIB = os.environ.get('IOREGRESS_DARSHAN_LIB') or '/opt/darshan/lib/libdarshan.so'
 pytestmark = pytest.mark.skipif(not os.path.isfile(LIB), reason=f'no darshan-runtime: {LIB} '

@@ -28,10 +28,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.nights import redate, today
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / 'tests'))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
-from nights import redate, today  # noqa: E402
 
 # every test asserts on one module-scoped sequence of eight real nightlies (~2 min quiet): -m slow
 pytestmark = [pytest.mark.reframe, pytest.mark.slow]
@@ -99,8 +98,7 @@ def nights(tmp_path_factory):
     subprocess.run(['cc', '-shared', '-fPIC', '-O2', '-o', lib, tmp / 'h5fake.c', '-ldl'],
                    check=True, capture_output=True)
     results = tmp / 'results'
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
-               PYTHONPATH=str(REPO))
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
     env.pop('IOREGRESS_NOTE', None)
     # the nights are re-dated in the perflogs only: the results DB (on by default) would keep them
     # all on today's date (tests/test_results_db_e2e.py re-dates both)

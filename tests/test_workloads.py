@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import BAD_INPUT_ENV, iobench_error_lines
+from tests.support.launch import BAD_INPUT_ENV, iobench_error_lines
 
 NP = 2
 HACC_VARS = ["id", "mask", "x", "y", "z", "vx", "vy", "vz", "phi"]
@@ -253,8 +253,6 @@ def test_mdfiles_inode_limit_is_bad_input(iobench, run_iobench, tmp_path):
 def test_mdfiles_empty_files_are_metadata_calls_only(run_iobench, tmp_path):
     """filesize=0 (mdtest -w 0): every phase counts its operations, nothing is written, synced or
     read, and the history's amount is the operations (reframe results.reps_string)."""
-    import sys
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "reframe_checks"))
     from iobench_lib import results
     proc, doc = run_iobench(["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=0",
                              "--size", 300, "--repeat", 2, "--dir", tmp_path])
@@ -380,7 +378,7 @@ BAD = [
     (["--backend", "posix", "--pattern", "mdfiles", "--param", "nfiles=0"], "'0'"),
     (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=-5"], "'-5'"),
     (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=-0"], "'-0'"),
-    (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=none"], "filesize for mdfiles (0.."),
+    (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=none"], "--param filesize (an integer 0..1073741824) 'none'"),
     (["--backend", "posix", "--pattern", "mdfiles", "--param", "filesize=1073741825"], "'1073741825'"),
 ]
 

@@ -1,22 +1,13 @@
 """The embedded `local` system: this machine, OpenMPI, the local scheduler, one job at a time.
 
 Its hostname pattern matches every host, so configs/settings.py puts it last. Library features
-(+hdf5, +adios2, +sionlib, +darshan) are what _detect.py finds when the configuration is loaded;
-`local` never has +lustre. Environment variables that steer detection: IOREGRESS_ADIOS2_DIR,
-SIONLIB_ROOT, IOREGRESS_DARSHAN_LIB, IOREGRESS_SCRATCH, IOREGRESS_BUILD.
+(+hdf5, +adios2, +sionlib, +darshan) are what iobench_lib/installed.py finds when the configuration
+is loaded; `local` never has +lustre. Environment variables that steer detection:
+IOREGRESS_ADIOS2_DIR, SIONLIB_ROOT, IOREGRESS_DARSHAN_LIB, IOREGRESS_SCRATCH, IOREGRESS_BUILD.
 """
-import importlib.util
-import pathlib
+from iobench_lib import gate_stacks, installed
 
-_spec = importlib.util.spec_from_file_location(
-    'ioregress_detect', pathlib.Path(__file__).with_name('_detect.py'))
-_detect = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_detect)
-_spec = importlib.util.spec_from_file_location(
-    'ioregress_stacks', pathlib.Path(__file__).with_name('_stacks.py'))
-_stacks = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_stacks)
-_mpi_gnu = _detect.mpi_gnu_environment('local')
+_mpi_gnu = installed.mpi_gnu_environment('local')
 
 
 site_configuration = {
@@ -42,12 +33,12 @@ site_configuration = {
                         ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
                         ['OMPI_MCA_rmaps_base_oversubscribe', '1'],
                     ],
-                    'extras': _detect.this_machine_extras(),
+                    'extras': installed.this_machine_extras(),
                 }
             ],
         }
     ],
-    # the stacks `postprocess gate` compares (configs/systems/_stacks.py); in no partition's
+    # the stacks `postprocess gate` compares (iobench_lib/gate_stacks.py); in no partition's
     # environs, so the nightly runs mpi-gnu only
-    'environments': [_mpi_gnu] + _stacks.local_stacks(_mpi_gnu),
+    'environments': [_mpi_gnu] + gate_stacks.local_stacks(_mpi_gnu),
 }

@@ -11,19 +11,15 @@ Placement from the configuration: `processor.num_cpus` states the cores per node
 num_tasks_per_node = min(ranks, cores) and exclusive_access (reframe_checks/iobench_lib/base.py):
 6 ranks land as 4 + 2 on two nodes. rank_counts: the scaling checks' sweep (1, 1.5 and 2 nodes).
 Select with --system local-cluster; its hostname pattern never matches.
-Environment: IOREGRESS_SLURM_NODE_CPUS (default 4, as start.sh), plus those of _detect.py.
+Environment: IOREGRESS_SLURM_NODE_CPUS (default 4, as start.sh), plus those of
+iobench_lib/installed.py.
 """
-import importlib.util
 import os
-import pathlib
 
-_spec = importlib.util.spec_from_file_location(
-    'ioregress_detect', pathlib.Path(__file__).with_name('_detect.py'))
-_detect = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_detect)
+from iobench_lib import installed
 
 _cores = int(os.environ.get('IOREGRESS_SLURM_NODE_CPUS', '4'))
-_extras = dict(_detect.this_machine_extras(), rank_counts=[_cores, _cores + _cores // 2, 2 * _cores])
+_extras = dict(installed.this_machine_extras(), rank_counts=[_cores, _cores + _cores // 2, 2 * _cores])
 
 site_configuration = {
     'systems': [
@@ -59,5 +55,5 @@ site_configuration = {
             ],
         }
     ],
-    'environments': [_detect.mpi_gnu_environment('local-cluster')],
+    'environments': [installed.mpi_gnu_environment('local-cluster')],
 }

@@ -1,24 +1,20 @@
 """`local-slurm`: this machine through the one-node Slurm that ci/slurm/start.sh runs on loopback.
 
-Same machine, libraries and `mpi-gnu` environment as `local` (detected by _detect.py), but every test
-is a real Slurm batch job: submitted with sbatch, polled with sacct (slurmdbd + MariaDB), launched
-with srun. Its hostname pattern never matches, so `local` keeps every host and this system is chosen
+Same machine, libraries and `mpi-gnu` environment as `local` (detected by iobench_lib/installed.py),
+but every test is a real Slurm batch job: submitted with sbatch, polled with sacct (slurmdbd +
+MariaDB), launched with srun. Its hostname pattern never matches, so `local` keeps every host and this system is chosen
 only with `--system local-slurm` (ci/nightly.sh, tests/test_slurm.py).
 
 Launcher: srun with PMIx (SLURM_MPI_TYPE below, the same as MpiDefault in ci/slurm/slurm.conf.in):
 Debian's OpenMPI 4.1 speaks only PMIx to srun. `mpirun` inside the allocation works too, but with
 srun each rank set is a Slurm job step, so time limits, signals and accounting cover the ranks
 themselves, as on a production cluster.
-Environment variables: IOREGRESS_SLURM_PARTITION (default batch), plus those of _detect.py.
+Environment variables: IOREGRESS_SLURM_PARTITION (default batch), plus those of
+iobench_lib/installed.py.
 """
-import importlib.util
 import os
-import pathlib
 
-_spec = importlib.util.spec_from_file_location(
-    'ioregress_detect', pathlib.Path(__file__).with_name('_detect.py'))
-_detect = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_detect)
+from iobench_lib import installed
 
 _partition = os.environ.get('IOREGRESS_SLURM_PARTITION', 'batch')
 
@@ -48,10 +44,10 @@ site_configuration = {
                         ['OMPI_ALLOW_RUN_AS_ROOT', '1'],
                         ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
                     ],
-                    'extras': _detect.this_machine_extras(),
+                    'extras': installed.this_machine_extras(),
                 }
             ],
         }
     ],
-    'environments': [_detect.mpi_gnu_environment('local-slurm')],
+    'environments': [installed.mpi_gnu_environment('local-slurm')],
 }

@@ -1,9 +1,8 @@
-"""Acceptances applied to the history before detection: the accepted series forget their nights
-before the accepted ``since`` (the verdict re-baselines from it), and their findings say so."""
-import copy
+"""Acceptances as the verdict applies them: which series a record names (``matches``), the
+records of the results trees a command reads (``for_args``), and the findings they mark. The
+verdict judges an accepted series from its accepted night on, from the night the acceptance was
+recorded (postprocess/detect/levels.py attach_acceptances)."""
 import re
-
-import numpy as np
 
 from postprocess.accept import store
 
@@ -33,42 +32,6 @@ def for_args(args):
             continue
         seen.add(results)
         out += store.active(store.load(results))
-    return out
-
-
-def rebaseline(history, acceptances):
-    """The history without the repetitions of accepted series on nights before their ``since``
-    (a shallow copy sharing keys and sessions; the history itself when nothing is dropped)."""
-    if not acceptances or not len(history):
-        return history
-    drop = np.zeros(len(history), dtype=bool)
-    key, sess = history.col['key'], history.col['session']
-    nights = np.array([s['night'] for s in history.sessions])
-    for rec in acceptances:
-        kids = [i for i, k in enumerate(history.keys) if matches(rec, k[0], k[1], k[3], k[4])]
-        if not kids:
-            continue
-        early = np.flatnonzero(nights < rec['since'])
-        drop |= np.isin(key, kids) & np.isin(sess, early)
-    if not drop.any():
-        return history
-    out = copy.copy(history)
-    out.col = {name: values[~drop] for name, values in history.col.items()}
-    out._groups = {}
-    return out
-
-
-def drop_runs(runs, acceptances):
-    """The same for run records (the confirmation re-run's history): a list without them."""
-    if not acceptances:
-        return list(runs)
-    out = []
-    for r in runs:
-        night = (r.get('session_start') or r['time']).date().isoformat()
-        if any(night < rec['since'] and matches(rec, r['system'], r['partition'], r['check'],
-                                                r['params']) for rec in acceptances):
-            continue
-        out.append(r)
     return out
 
 

@@ -35,19 +35,24 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
-def _perflogs(results):
+def _history_args(results):
+    """Where the results tree's history is: its store, else (before the first import) its
+    perflogs."""
+    from postprocess.history import store
+    if store.files(os.path.join(results, 'store')):
+        return {'store': os.path.join(results, 'store'), 'perflogs': []}
     perflogs = os.path.join(results, 'perflogs')
     if not os.path.isdir(perflogs):
-        raise UsageError(f"no perflogs directory in the results tree '{results}'")
-    return perflogs
+        raise UsageError(f"no results store and no perflogs directory in the results tree "
+                         f"'{results}'")
+    return {'store': None, 'perflogs': [perflogs]}
 
 
 def _series_on(results, system, since):
     """Keys of the system's series on the night ``since`` (a usage error if it has none)."""
     from postprocess.history import inputs
-    ns = argparse.Namespace(perflogs=[_perflogs(results)], db=None, system=system,
-                            date_from=since, date_to=since,
-                            cache=os.environ.get('IOREGRESS_CACHE') or None, this_run=None)
+    ns = argparse.Namespace(db=None, system=system, date_from=since, date_to=since,
+                            this_run=None, **_history_args(results))
     history = inputs.load_history(ns)
     return [history.keys[kid] for kid in sorted({int(k) for k in history.col['key']})]
 

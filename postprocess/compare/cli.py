@@ -3,16 +3,15 @@
 
     python -m postprocess compare --perflogs DIR [--system S] --before SEL --after SEL [--json F]
 
-The ``--after`` nights are judged as the nights since a change (pooled: their night-to-night noise averages) by
-``postprocess.detect.suite.detect``, the ``--before`` nights being its history: levels,
-the partition's common factor (scope ``system``), Holm over every series at ``alpha_confirm``
-(0.02: a gate, a one-stage decision, no re-run behind it), at least ``min_effect`` (5 %). The
-``before`` side needs at least ``min_nights`` (3) nights, else the series is ``insufficient
-history``. Exit 3 when a regression is found (each is named); 4 when it cannot tell: a series
-without enough history on the before side (``insufficient history``, ``watching``), no series at
-all, or before and after in one session (runs less than 3 h apart merge); 0 only when every
-series was judged and none regressed; 2 bad usage. For before and after in one maintenance
-window, ``gate`` runs both stacks side by side instead (docs/gate.md).
+The median level of each series' ``--after`` nights is judged against its ``--before`` nights as
+the verdict judges a night against its usual level (``postprocess.detect.suite.compare_sides``):
+a regression when it is low, below the before nights' median by more than 3 lower-tail spreads
+and 5 %. The ``before`` side needs at least ``min_nights`` (5) nights, else the series is
+``insufficient history``. Exit 3 when a regression is found (each is named); 4 when it cannot
+tell: a series without enough history on the before side, no series at all, or before and after
+in one session (runs less than 3 h apart merge); 0 only when every series was judged and none
+regressed; 2 bad usage. For before and after in one maintenance window, ``gate`` runs both
+stacks side by side instead (docs/gate.md).
 """
 import json
 import sys
@@ -23,7 +22,7 @@ from postprocess.history import inputs
 
 AFTER = '~after'
 #: statuses that are no judgement: the series is not told apart from its history
-NOT_JUDGED = ('insufficient history', 'watching')
+NOT_JUDGED = ('insufficient history',)
 
 
 class CannotTell(Exception):
@@ -32,7 +31,8 @@ class CannotTell(Exception):
 
 def register(subparsers):
     p = subparsers.add_parser('compare', help='judge every series of --after sessions against '
-                                              '--before sessions (exit 3 on a regression)')
+                                              '--before sessions (exit 3 on a regression, 4 '
+                                              'when it cannot tell)')
     inputs.add_history_args(p)
     p.add_argument('--before', required=True, metavar='SEL',
                    help='FROM..TO nights, one night, note:TEXT or session:TEXT')
@@ -44,8 +44,7 @@ def register(subparsers):
 def judge(runs, before_sel, after_sel):
     """(findings of the after night, before nights, after sessions) from session-assigned runs."""
     from postprocess.compare import select
-    from postprocess.detect.options import DEFAULTS
-    from postprocess.detect.suite import detect
+    from postprocess.detect.suite import compare_sides
     from postprocess.history.store import History, assign_sessions
     assign_sessions(runs)
     before = select.sessions(runs, before_sel)
@@ -66,12 +65,7 @@ def judge(runs, before_sel, after_sel):
         if s['id'] in after:
             s['night'] = labels[s['night']]
     label = max(labels.values())
-    span = len(nights) + len(labels)
-    # the after nights are pooled as the verdict pools the nights since a change (suite.py):
-    # night-to-night noise averages over them, the before nights are the clean history
-    found = detect(history, latest_only=True, window=max(DEFAULTS['window'], len(nights)),
-                   pool_nights=len(labels), alpha=DEFAULTS['alpha_confirm'],
-                   horizon=max(DEFAULTS['horizon'], span))
+    found = compare_sides(history, set(labels.values()))
     found = [f for f in found if f['night'] == label]
     _changed(found, runs, before, after)
     return found, nights, sorted(after)

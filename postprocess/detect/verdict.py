@@ -1,31 +1,22 @@
-"""Tonight's verdict for ci/nightly.sh: the detect findings about what this run ran, and their
-confirmation by a re-run of the flagged checks.
+"""Tonight's verdict for ci/nightly.sh: detect's findings about what this run ran, and the
+confirmation re-run of tonight's far nights.
 
-* ``scope_tonight``: a series finding counts when its check passed in tonight's ReFrame report and
-  the finding is about that series' latest night (a key not run tonight must not fail it again for
-  an old night); a `system` finding counts for the partitions tonight's run used.
-* ``rerun_targets``: what to re-run: every check behind a flagged series; for a flagged common
-  factor, the fio baseline and a few checks of that partition that moved just like it (the re-run
-  must see several typical series to estimate the machine's state again); ``rerun_runs``: how many
-  whole runs of them (each with tonight's repetitions, where each repetition sat tonight).
-* ``confirm``: the re-run's repetitions form one extra night, labelled ``<night> confirm``, judged
-  by the same detector (postprocess/detect/suite.py): each flagged series' re-run alone against
-  its history before the change, Holm over the flags at ``alpha_confirm`` (the second stage of
-  the verdict); a flag that does not pass is ``unconfirmed``. The re-run's perflogs live in the
-  run directory, never in the history, so no fake night is created.
+* ``scope_tonight``: a series finding counts when its check passed in tonight's ReFrame report
+  and the finding is its latest night; a many-series finding counts for the partitions tonight
+  used.
+* ``rerun_targets``: the checks behind tonight's *far* findings that are not red yet (a far night
+  whose re-run reads low too, fio steady, is a step on its own: postprocess/detect/rules.py); for
+  a group, up to six of the members that fell most. ``rerun_runs``: how many whole runs of them.
+* ``confirm``: detect again, with tonight's re-run as data (its perflogs stay in the run directory,
+  never in the history); the night's verdict is that second judgement.
 """
 import datetime
 
-from postprocess.common.findings import flag_key, group_keys, is_many
-from postprocess.detect.factors import SYSTEM_CHECK, is_baseline_params, is_rate_params
-from postprocess.detect.suite import detect
-from postprocess.history.store import History
+from postprocess.common.findings import group_keys, is_many
+from postprocess.detect.levels import is_baseline, is_rate
 
-FLAGS = ('regression', 'improvement')
-CARRIED = 'carried'         # a change an earlier night's re-run confirmed, going on: not re-run
-CONFIRM_LABEL = ' confirm'
-MAX_SYSTEM_RERUN = 6        # checks re-run to confirm a moving common factor (fio excluded)
-MAX_GROUP_RERUN = 6         # members re-run to confirm a moving group
+MAX_GROUP_RERUN = 6         # members re-run to confirm a group's far night
+RED = 'regression'
 
 
 def _ran(report, field=None):
@@ -42,7 +33,7 @@ def _ran(report, field=None):
 
 
 def scope_tonight(findings, report):
-    """The findings about tonight's run (see module docstring), latest night of each series."""
+    """The findings about tonight's run, the latest night of each series or group."""
     ran = _ran(report)
     partitions = {(k[0], k[1]) for k in ran}
     latest = {}
@@ -55,25 +46,15 @@ def scope_tonight(findings, report):
         key = (f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase'])
         if key not in latest or f['night'] >= latest[key]['night']:
             latest[key] = f
-    return sorted(latest.values(), key=lambda f: (f.get('scope') != 'system', f['check'],
-                                                  f['params'], f['phase']))
+    return sorted(latest.values(), key=lambda f: (not is_many(f), f['check'], f['params'],
+                                                  f['phase']))
 
 
-def carry_confirmed(findings, past):
-    """Regressions going on from a change that an earlier night's re-run confirmed (``past``:
-    detect/cli.py past_unconfirmed, its ``.confirmed``) keep that confirmation: ``confirmation``
-    ``carried``, never re-run. Whether the change still holds is the first stage's persistence
-    rule, over every night since (detect/evidence.py continue_change); one short re-run against
-    it lost true changes on their second night (runs 28.2, 29.2, 30.1: the stack's writes -18 %,
-    -19 %, -17 % by tonight's run, -2 %, -9 %, -7 % by its re-run) and saves the batch queue's time."""
-    confirmed = getattr(past, 'confirmed', None) or {}
-    for f in findings:
-        since, night = str(f.get('since') or '')[:10], str(f.get('night') or '')[:10]
-        if f['status'] != 'regression' or not since or since >= night:
-            continue
-        if any(since <= n < night for n in confirmed.get(flag_key(f), ())):
-            f['confirmation'] = CARRIED
-    return findings
+def wants_rerun(f):
+    """A far night that a confirmation could make a step: not red already, not an improvement,
+    not excused by a busy filesystem, not yet re-run."""
+    return (f.get('far') and f['status'] in ('noisy', 'degraded') and not f.get('filesystem_busy')
+            and f.get('confirmation') is None)
 
 
 def rerun_targets(findings, report):
@@ -83,12 +64,9 @@ def rerun_targets(findings, report):
 
 
 def rerun_runs(findings, report, repetitions):
-    """How many whole runs of the re-run checks give each at least ``repetitions`` repetitions.
-
-    The re-run repeats each check as tonight ran it (ReFrame ``--repeat``), not with more
-    repetitions in one process: iobench's first repetitions run slower than its later ones (warm
-    caches and allocations; up to 2x for the quick suite's 4 MiB here), so the median of 10 in one
-    process is not comparable with the history's medians of 5, and a real slowdown read as none."""
+    """How many whole runs of the re-run checks give each at least ``repetitions`` repetitions
+    (each repetition where it sat tonight: iobench's first repetitions of a process run slower
+    than its later ones, so ten in one process would not be tonight's measurement again)."""
     repeat = _ran(report, 'repeat')
     per_run = [repeat.get(k) for k in _rerun_keys(findings)]
     per_run = [r for r in per_run if isinstance(r, int) and r > 0]
@@ -98,40 +76,22 @@ def rerun_runs(findings, report, repetitions):
 def _rerun_keys(findings):
     chosen = set()
     for f in findings:
-        if f['status'] not in FLAGS or f.get('confirmation') == CARRIED:
+        if not wants_rerun(f):
             continue
-        if f.get('scope') == 'group':
-            members = [g for g in findings if g.get('scope') == 'series'
-                       and g['phase'] == f['phase'] and g.get('change') is not None
+        if is_many(f):
+            members = [g for g in findings if not is_many(g) and g['phase'] == f['phase']
                        and (g['system'], g['partition']) == (f['system'], f['partition'])
-                       and f['params'] in group_keys(g['params'], g['check'])
-                       and _on_basis(g, f)]
-            # the members that moved most the group's way: they carry its level at the re-run
-            members.sort(key=lambda g: g['change'] * (1 if f['change'] > 0 else -1), reverse=True)
+                       and not is_baseline(g['params']) and not is_rate(g['params'])
+                       and (not f['params'] or f['params'] in group_keys(g['params'], g['check']))
+                       and _on_basis(g, f) and g.get('change') is not None]
+            members.sort(key=lambda g: g['change'])          # the members that fell most
             chosen.update(_key(g) for g in members[:MAX_GROUP_RERUN])
-        elif is_many(f):
-            same = [g for g in findings if not is_many(g) and g['phase'] == f['phase']
-                    and (g['system'], g['partition']) == (f['system'], f['partition'])
-                    and g.get('change') is not None]
-            base = [g for g in same if is_baseline_params(g['params'])]
-            # the checks that moved like the partition (smallest change after the common
-            # factor): the re-run estimates the machine's state from them, not from outliers
-            typical = sorted((g for g in same if not is_baseline_params(g['params'])
-                              and g['status'] not in FLAGS and _on_basis(g, f)),
-                             key=lambda g: abs(g['change']))[:MAX_SYSTEM_RERUN]
-            chosen.update(_key(g) for g in base + typical)
         else:
             chosen.add(_key(f))
     return chosen
 
 
 def _on_basis(g, f):
-    """Is series finding g among those finding f's level was read on (its bandwidth-bound
-    series, when f says it was read on those only)? The re-run must estimate the same level. An
-    operation rate is a member of no factor and no group (detect/suite.py): a re-run slot it took
-    left the level to fewer members (run 17.2 night 13: the factor re-read on five)."""
-    if is_rate_params(g['params']):
-        return False
     bound = f.get('factor_min_seconds')
     return bound is None or (g.get('phase_seconds') or 0.0) >= bound
 
@@ -140,71 +100,45 @@ def _key(f):
     return (f['system'], f['partition'], f['environ'], f['check'])
 
 
-def confirm(history_runs, confirm_runs, tonight_findings, unconfirmed=None):
-    """Findings with flags that the re-run did not reproduce turned ``unconfirmed``.
+def confirm(tonight, again):
+    """Tonight's findings as judged again with the re-run (``again``: detect's findings of that
+    second judgement): each finding that wanted a re-run takes the second judgement's status and
+    ``confirmation`` (``confirmed``, ``not reproduced``, ``filesystem busy``, or ``not re-run``
+    when the re-run did not measure it)."""
+    index = {_fkey(g): g for g in again}
+    out = []
+    for f in tonight:
+        g = index.get(_fkey(f))
+        if wants_rerun(f):
+            if g is None or g.get('confirmation') is None:
+                f = dict(f, confirmation='not re-run')
+            else:
+                f = dict(g)
+        out.append(f)
+    return out
 
-    Each finding gains ``confirmation``: ``confirmed``, ``not reproduced`` or ``not re-run`` (a
-    flag without re-run data stays as it was: no evidence either way). ``unconfirmed``: earlier
-    nights' refuted flags (detect/cli.py past_unconfirmed), so that the re-run is judged against
-    the history the first stage used.
-    """
-    flagged = [f for f in tonight_findings
-               if f['status'] in FLAGS and f.get('confirmation') != CARRIED]
-    if not flagged or not confirm_runs:
-        for f in flagged:
-            f['confirmation'] = 'not re-run'
-        return tonight_findings
-    night = max(f['night'] for f in flagged)
-    label = night + CONFIRM_LABEL
-    if hasattr(unconfirmed, 'for_tonight'):
-        unconfirmed = unconfirmed.for_tonight(night)    # as the first stage judged tonight
-    start = min(r['time'] for r in confirm_runs)
-    for r in confirm_runs:
-        r['session'] = f'confirm:{r["system"]}:{r["partition"]}@{start.isoformat()}'
-        r['session_start'] = start
-    history = History(list(history_runs) + list(confirm_runs))
-    for s in history.sessions:
-        if s['id'].startswith('confirm:'):
-            s['night'] = label
-    systems = {(f['partition'], f['phase']) for f in flagged if f.get('scope') in ('system', 'stack')}
-    # a phase judged against the other (a contrast finding): both factors from the re-run
-    systems |= {(f['partition'], f['against']) for f in flagged if f.get('against')}
-    again = {(g['system'], g['partition'], g['environ'], g['check'], g['params'], g['phase']): g
-             for g in detect(history, latest_only=True, carry_night=label,
-                             estimate_factor=systems, unconfirmed=unconfirmed)
-             if g['night'] == label}
-    for f in flagged:
-        g = again.get((f['system'], f['partition'], f['environ'], f['check'], f['params'],
-                       f['phase']))
-        if g is None:
-            f['confirmation'] = 'not re-run'
-        elif g['status'] == f['status']:
-            f['confirmation'] = 'confirmed'
-            f['confirm_change'] = g['change']
-        else:
-            f['confirmation'] = 'not reproduced'
-            f['confirm_change'] = g['change']
-            f['status'] = 'unconfirmed'
-    return tonight_findings
+
+def _fkey(f):
+    return (f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase'],
+            f['night'])
 
 
 def summary(findings, stage):
-    """The verdict document written to <run>/post/verdict.json (see docs/CONTRACT.md)."""
-    regressions = [f for f in findings if f['status'] == 'regression']
+    """The verdict document written to <run>/post/verdict.json (docs/CONTRACT.md)."""
+    regressions = [f for f in findings if f['status'] == RED]
+
+    def count(status):
+        return sum(f['status'] == status for f in findings)
     return {
-        'schema': 'ioregress-verdict/1',
+        'schema': 'ioregress-verdict/2',
         'written': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
         'confirmation': stage,
-        'status': 'regression' if regressions else 'ok',
+        'status': RED if regressions else 'ok',
         'exit': 3 if regressions else 0,
         'regressions': len(regressions),
-        'unconfirmed': sum(f['status'] == 'unconfirmed' for f in findings),
-        'improvements': sum(f['status'] == 'improvement' for f in findings),
-        'watching': sum(f['status'] == 'watching' for f in findings),
+        'degraded': count('degraded'),
+        'noisy': count('noisy'),
+        'improvements': count('improvement'),
         'findings': [f for f in findings if f['status'] not in ('ok', 'insufficient history')],
         'judged': len(findings),
     }
-
-
-def is_system(f):
-    return is_many(f) or f.get('check') == SYSTEM_CHECK

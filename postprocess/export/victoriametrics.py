@@ -4,7 +4,8 @@
   (wired by configs/settings.py for a system whose file says ``'export': {'victoriametrics': URL}``):
   one line per performance variable of a finished check, at its job completion time.
 * ``finding_lines`` turns the nightly verdict's findings into ``ioregress_finding`` samples, which a
-  Grafana panel shows as annotations (configs/grafana/ioregress.json).
+  Grafana panel shows as annotations (configs/grafana/ioregress.json): value 1, the change a label,
+  since Grafana's Prometheus annotations keep only samples > 0 (some releases: >= 1).
 
 Stdlib only: configs/settings.py loads this file by path when ReFrame reads its configuration.
 One line is ``{"metric": {"__name__": ..., label: value...}, "values": [v], "timestamps": [ms]}``.
@@ -63,9 +64,10 @@ def perflog_record_lines(record, extras, ignore_keys):
 
 
 def finding_lines(verdict, stamp_ms, page=''):
-    """The verdict document's findings (post/verdict.json) as ``ioregress_finding`` samples: the
-    value is the change against the history (0 when unknown); labels say what, since when, how
-    sure. ``page``: the report's address, for the annotation's text."""
+    """The verdict document's findings (post/verdict.json) as ``ioregress_finding`` samples of value
+    1 (a finding stands: what Grafana draws as an annotation; a signed change as the value hid every
+    regression); labels say what, by how much (``change``, e.g. -42.0%), since when, how sure.
+    ``page``: the report's address, for the annotation's text."""
     lines = []
     for f in verdict.get('findings', []):
         change = f.get('change')
@@ -74,7 +76,7 @@ def finding_lines(verdict, stamp_ms, page=''):
         labels['confirmation'] = f.get('confirmation') or verdict.get('confirmation') or ''
         labels['change'] = '' if change is None else f'{change:+.1%}'
         labels['page'] = page
-        lines.append(_line(FINDING_METRIC, labels, float(change or 0.0), stamp_ms))
+        lines.append(_line(FINDING_METRIC, labels, 1.0, stamp_ms))
     return lines
 
 

@@ -1,33 +1,36 @@
-"""Shared command-line inputs: where history comes from and which part of it to use."""
+"""Shared command-line inputs: where history comes from and which part of it to use.
+
+History comes from the results store (``--store``, history/store.py), and, for a site without one
+yet or a one-off look, from perflogs (``--perflogs``) and ReFrame's results DB (``--db``). All of
+them become store rows (the perflogs' and the DB's through history/parse.py), one SQL relation
+that the selection (system, dates, the last N nights) and History are made from. A run found in
+two sources counts once (the store's, then the DB's, then a perflog's).
+"""
 import datetime
 import os
-import sqlite3
 import sys
 
-import numpy as np
-
-from postprocess.common.errors import InputFault, UsageError
+from postprocess.common.errors import UsageError
 from postprocess.common.names import check_name
-from postprocess.history.store import History, filter_runs, merge_runs, read_results_db
-from postprocess.history.perflog import Diagnostics, find_perflogs, read_perflogs
+from postprocess.history import engine, parse, perflog, reports, store
 
 MAX_WARNINGS = 30
+COMPLETE, INCOMPLETE = 'COMPLETE', 'INCOMPLETE'     # a nightly run directory's marks
 
 
 def add_history_args(parser, system_required=False):
+    parser.add_argument('--store', metavar='DIR', default=os.environ.get('IOREGRESS_STORE') or None,
+                        help='results store: <results>/store (default: $IOREGRESS_STORE)')
     parser.add_argument('--perflogs', action='append', default=[], metavar='DIR',
                         help='perflog directory or file (repeatable); *.log and rotated *.log.h<N>')
     parser.add_argument('--db', metavar='FILE', help="ReFrame results DB (storage.enable, sqlite)")
     parser.add_argument('--system', required=system_required, help='only runs of this system')
     parser.add_argument('--from', dest='date_from', type=iso_date, metavar='YYYY-MM-DD')
     parser.add_argument('--to', dest='date_to', type=iso_date, metavar='YYYY-MM-DD')
-    parser.add_argument('--cache', metavar='DIR', default=os.environ.get('IOREGRESS_CACHE') or None,
-                        help='incremental ingest cache directory: parse only what was appended '
-                             '(default: $IOREGRESS_CACHE; none)')
     parser.add_argument('--this-run', metavar='RUN_DIR',
                         default=os.environ.get('IOREGRESS_THIS_RUN') or None,
-                        help='the nightly run directory asking: its perflog lines count although it '
-                             'is not marked COMPLETE yet (default: $IOREGRESS_THIS_RUN)')
+                        help="the nightly run directory asking: its report.json's runs count "
+                             'with the store although not in it yet (default: $IOREGRESS_THIS_RUN)')
 
 
 def iso_date(text):
@@ -40,8 +43,9 @@ def iso_date(text):
 
 def check_args(args):
     """Usage errors common to every history command (one line each, exit 2)."""
-    if not args.perflogs and not args.db:
-        raise UsageError('give --perflogs DIR and/or --db FILE')
+    store_dir = getattr(args, 'store', None)
+    if not args.perflogs and not args.db and not store_dir:
+        raise UsageError('give --perflogs DIR, --db FILE and/or --store DIR')
     if args.system is not None:
         check_name('system', args.system)
     for path in args.perflogs + ([args.db] if args.db else []):
@@ -51,23 +55,12 @@ def check_args(args):
             raise UsageError(f"cannot read '{path}': permission denied")
     if args.db and not os.path.isfile(args.db):
         raise UsageError(f"not a file: --db '{args.db}'")
+    if store_dir and os.path.exists(store_dir) and not os.path.isdir(store_dir):
+        raise UsageError(f"not a directory: --store '{store_dir}'")
     if args.date_from and args.date_to and args.date_from > args.date_to:
         raise UsageError(f"--from '{args.date_from}' is after --to '{args.date_to}'")
     if args.this_run and not os.path.isdir(args.this_run):
         raise UsageError(f"no such run directory: --this-run '{args.this_run}'")
-
-
-def _no_lines(args, skipped=0, diag=()):
-    """Input that holds no perflog line at all is an error, not an empty success."""
-    where = ', '.join(f"'{p}'" for p in args.perflogs)
-    files = [f for p in args.perflogs for f in find_perflogs(p)]
-    if not files:
-        return UsageError(f'no perflog files (*.log, *.log.h<N>) in {where}')
-    if skipped:
-        return UsageError(f'no perflog line of a completed run in {where} ({skipped} lines of '
-                          f'nightly runs that did not complete left out)')
-    first = f'; first problem: {diag[0]}' if diag else ''
-    return UsageError(f'no perflog line with a measurement in {where} ({len(files)} files{first})')
 
 
 # Warnings about input lines wait here until the command has done its work (postprocess/cli.py
@@ -82,13 +75,20 @@ def flush_warnings(stream=None):
     PENDING.clear()
 
 
-def _report(diag, skipped):
+def _report(diag):
     PENDING.extend(f'warning: {message}' for message in diag[:MAX_WARNINGS])
     if len(diag) > MAX_WARNINGS:
         PENDING.append(f'warning: ... and {len(diag) - MAX_WARNINGS} more problems like these')
-    if skipped:
-        PENDING.append(f'note: {skipped} perflog lines of nightly runs that did not complete (no '
-                       f'COMPLETE in their run directory) not counted')
+
+
+def _no_lines(args, diag=()):
+    """Input that holds no perflog line at all is an error, not an empty success."""
+    where = ', '.join(f"'{p}'" for p in args.perflogs)
+    files = [f for p in args.perflogs for f in perflog.find_perflogs(p)]
+    if not files:
+        return UsageError(f'no perflog files (*.log, *.log.h<N>) in {where}')
+    first = f'; first problem: {diag[0]}' if diag else ''
+    return UsageError(f'no perflog line with a measurement in {where} ({len(files)} files{first})')
 
 
 def _empty_selection(args, systems):
@@ -100,39 +100,12 @@ def _empty_selection(args, systems):
                       f"(systems there: {known})")
 
 
-def read_db(path, diag):
-    """Runs of a ReFrame results DB; a file that is not one is an error, not an empty history."""
-    try:
-        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
-        try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if 'sessions' not in tables:
-                raise UsageError(f"not a ReFrame results database (no 'sessions' table): '{path}'")
-            check = conn.execute('PRAGMA quick_check').fetchone()
-            if not check or check[0] != 'ok':
-                raise InputFault(f"damaged ReFrame results database '{path}': "
-                                 f"{check[0] if check else 'integrity check gave nothing'}")
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as err:
-        if 'malformed' in str(err):
-            raise InputFault(f"damaged ReFrame results database '{path}': {err}") from None
-        raise UsageError(f"not a readable ReFrame results database '{path}': {err}") from None
-    db_diag = Diagnostics()
-    runs, _ = read_results_db(path, db_diag)
-    if any('cannot read results DB' in m for m in db_diag):
-        raise InputFault(f"damaged ReFrame results database '{path}': {db_diag[0]}")
-    diag.extend(db_diag)
-    return runs
-
-
-def _incomplete_sessions(db_runs, this_run):
-    """Run directories of DB sessions that are nightly runs without COMPLETE (killed while
-    postprocessing, or still running), except ``this_run``: not history, as their perflog lines."""
-    from postprocess.history.nightly_runs import COMPLETE, INCOMPLETE
+def _incomplete_dirs(rows, this_run):
+    """Run directories (a session's --prefix) of nightly runs without COMPLETE (killed while
+    postprocessing, or still running), except ``this_run``: their sessions are not history."""
     this = os.path.realpath(this_run) if this_run else None
     out = set()
-    for where in {r['session_dir'] for r in db_runs if r.get('session_dir')}:
+    for where in {r['session_dir'] for r in rows if r.get('session_dir')}:
         if (os.path.exists(os.path.join(where, INCOMPLETE))
                 and not os.path.exists(os.path.join(where, COMPLETE))
                 and os.path.realpath(where) != this):
@@ -140,70 +113,141 @@ def _incomplete_sessions(db_runs, this_run):
     return out
 
 
-def load_runs(args):
-    """Run records selected by the history arguments; diagnostics printed to stderr."""
-    check_args(args)
-    diag, skipped = Diagnostics(), []
-    runs, _ = (read_perflogs(args.perflogs, diag, this_run=args.this_run, skipped=skipped)
-               if args.perflogs else ([], diag))
+def db_rows(path):
+    """case_rows of every session of the results DB but those of incomplete nightly runs."""
+    rows = [r for s in reports.read_results_db(path) for r in reports.case_rows(s, path)]
+    return rows
+
+
+def this_run_rows(run_dir):
+    """case_rows of the asking nightly's report.json ([] when there is none yet)."""
+    path = os.path.join(run_dir, 'report.json')
+    try:
+        return reports.read_report(path)
+    except (OSError, ValueError) as err:
+        PENDING.append(f"warning: this run's report '{path}' not read ({err})")
+        return []
+
+
+def source_rows(args, diag, this_run=True):
+    """A table of the engine with store rows of the non-store sources (perflogs, DB, this run),
+    a run found in several counted once; None when there is none."""
+    con = engine.connect()
+    texts = []          # (table, priority)
     if args.db:
-        db_runs = read_db(args.db, diag)
-        incomplete = _incomplete_sessions(db_runs, args.this_run)
+        rows = db_rows(args.db)
+        if not rows and not args.perflogs and not getattr(args, 'store', None):
+            raise UsageError(f"no runs in the ReFrame results database '{args.db}'")
+        incomplete = _incomplete_dirs(rows, args.this_run)
         if incomplete:
-            db_runs = [r for r in db_runs if r['session_dir'] not in incomplete]
+            rows = [r for r in rows if r['session_dir'] not in incomplete]
             PENDING.append(f'note: {len(incomplete)} results-DB sessions of nightly runs that did '
                            f'not complete (no COMPLETE in their run directory) not counted')
-        runs = merge_runs(db_runs, runs)
-    if not runs and args.perflogs and not args.db:
-        raise _no_lines(args, len(skipped), diag)
-    if not runs:
-        raise UsageError(f"no runs in the ReFrame results database '{args.db}'")
-    selected = filter_runs(runs, args.system, args.date_from, args.date_to)
-    if not selected:
-        raise _empty_selection(args, {r['system'] for r in runs})
-    _report(diag, len(skipped))         # after the usage errors: those stay one line
-    return selected
+        texts.append((reports.text_table(rows), 1))
+    if this_run and args.this_run and getattr(args, 'store', None):
+        texts.append((reports.text_table(this_run_rows(args.this_run)), 0))
+    if args.perflogs:
+        texts.append((perflog.text_runs(args.perflogs, diag), 2))
+    if not texts:
+        return None
+    if len(texts) == 1:
+        union = texts[0][0]
+    else:               # numbered source after source; a run in two sources counted once
+        union = engine.temp_name('source_text')
+        cols = ', '.join(engine.ident(n) for n, _ in parse.TEXT_COLUMNS if n != 'run_id')
+        parts = ' UNION ALL '.join(
+            f'SELECT {cols}, {prio} AS prio, run_id + {i} * {1 << 40} AS run_id FROM {t}'
+            for i, (t, prio) in enumerate(texts))
+        con.execute(f'''CREATE TEMP TABLE {union} AS SELECT * EXCLUDE (prio) FROM ({parts})
+            QUALIFY bad IS NOT NULL OR row_number() OVER (
+                PARTITION BY system, partition, environ, "check", jobid, floor(t)
+                ORDER BY prio, run_id) = 1''')
+    runs, reps = parse.parse(union)
+    diag.extend(parse.diagnostics(union, runs))
+    if args.perflogs and not con.execute(f'SELECT count(*) FROM {runs}').fetchone()[0] \
+            and not args.db and not getattr(args, 'store', None):
+        raise _no_lines(args, diag)
+    rows = engine.temp_name('source_rows')
+    con.execute(f'CREATE TEMP TABLE {rows} AS {store.rows_sql(runs, reps, "")}')
+    return rows
+
+
+def selected_rows(args, last_nights=None):
+    """A table of the engine: the store rows the history arguments select (see module doc)."""
+    check_args(args)
+    con = engine.connect()
+    diag = perflog.Diagnostics()
+    extra = source_rows(args, diag)
+    parts = []
+    paths = store.files(args.store) if getattr(args, 'store', None) else []
+    if paths:
+        parts.append(f'SELECT * FROM {store.scan_sql(paths)}')
+    if extra:
+        if paths:       # a run the store holds already counts once (the store's)
+            parts.append(f'SELECT * FROM {extra} e WHERE NOT EXISTS (SELECT 1 FROM '
+                         f'{store.scan_sql(paths)} s WHERE s.system = e.system AND '
+                         f's.partition = e.partition AND s.environ = e.environ AND '
+                         f's."check" = e."check" AND s.jobid = e.jobid AND '
+                         f'floor(epoch(s.time)) = floor(epoch(e.time)))')
+        else:
+            parts.append(f'SELECT * FROM {extra}')
+    if not parts:
+        if getattr(args, 'store', None) and not args.perflogs and not args.db:
+            raise UsageError(f"no history in the store '{args.store}' (no Parquet file yet: "
+                             f"`python -m postprocess import` makes one from perflogs)")
+        parts.append(store.empty_rows_sql())
+    every = engine.temp_name('all_rows')
+    con.execute(f'CREATE TEMP VIEW {every} AS ' + ' UNION ALL BY NAME '.join(parts))
+    chosen = engine.temp_name('chosen_rows')
+    cond = row_filter(args)
+    if not con.execute(f'SELECT count(*) FROM {every}').fetchone()[0]:
+        raise UsageError('no runs in the history')
+    if not con.execute(f'SELECT count(*) FROM {every} WHERE {cond}').fetchone()[0]:
+        systems = [s for (s,) in con.execute(f'SELECT DISTINCT system FROM {every}').fetchall()]
+        raise _empty_selection(args, systems)
+    if last_nights:
+        # each system's first night kept (none: a system without a measured night), then the rows
+        # by literal bounds: they reach the Parquet reader, which skips the row groups of older
+        # nights (a join with the bounds would read every row)
+        cuts = con.execute(f'''
+            SELECT system, min(night) FILTER (WHERE measured AND k <= {int(last_nights)})::VARCHAR
+            FROM (SELECT *, row_number() OVER (PARTITION BY system, measured ORDER BY night DESC) AS k
+                  FROM (SELECT system, night, bool_or(phase IS NOT NULL) AS measured
+                        FROM {every} WHERE {cond} GROUP BY ALL))
+            GROUP BY system''').fetchall()
+        recent = ' OR '.join(f'system = {engine.quote(sys_)}' + (
+            f' AND night >= DATE {engine.quote(cut)}' if cut else '') for sys_, cut in cuts)
+        if all(cut for _, cut in cuts):     # one bound for all: the reader's simplest filter
+            recent = f'({recent}) AND night >= DATE {engine.quote(min(c for _, c in cuts))}'
+        con.execute(f'CREATE TEMP TABLE {chosen} AS SELECT * FROM {every} WHERE {cond} '
+                    f'AND ({recent})')
+    else:
+        con.execute(f'CREATE TEMP TABLE {chosen} AS SELECT * FROM {every} WHERE {cond}')
+    _report(diag)               # after the usage errors: those stay one line
+    return chosen
+
+
+def row_filter(args):
+    """SQL condition on store rows: --system, and the run's local completion date in
+    [--from, --to]."""
+    where = []
+    if args.system:
+        where.append(f'system = {engine.quote(args.system)}')
+    day = 'CAST(local_ts(epoch(time), utc_offset) AS DATE)'
+    if args.date_from:
+        where.append(f"{day} >= DATE {engine.quote(args.date_from)}")
+    if args.date_to:
+        where.append(f"{day} <= DATE {engine.quote(args.date_to)}")
+    return ' AND '.join(where) or 'true'
 
 
 def load_history(args, last_nights=None):
-    """The History the arguments select. Perflogs alone go through the columnar table (and the
-    incremental cache with --cache); with --db, through run records merged with the DB's.
-    ``last_nights``: only each system's last N nights (whole sessions): what a nightly judges and
-    shows, without copying years of repetitions (a window of N nights gives the same History as
-    the whole one cut to those nights)."""
-    if args.db:
-        return History(load_runs(args))
-    from postprocess.history.cache import scan_perflogs
-    from postprocess.history.store import last_nights_mask
-    check_args(args)
-    diag, skipped = Diagnostics(), []
-    cache_dir = args.cache
-    if cache_dir:
-        try:
-            os.makedirs(cache_dir, exist_ok=True)
-        except OSError as err:
-            PENDING.append(f"warning: ingest cache not used ('{cache_dir}': {err.strerror})")
-            cache_dir = None
-    found = scan_perflogs(args.perflogs, diag, cache_dir, this_run=args.this_run,
-                          warn=lambda m: PENDING.append(f'warning: {m}'), skipped=skipped)
-    skipped = skipped[0] if skipped else 0
-    if not found.keep.any():
-        raise _no_lines(args, skipped, diag)
-    index = found.index
-    mask = found.keep.copy()
-    if args.system:
-        code = index.strings.index(args.system) if args.system in index.strings else -1
-        mask &= index.cols['system'] == code
-    if args.date_from or args.date_to:
-        days = index.days()
-        if args.date_from:
-            mask &= days >= args.date_from
-        if args.date_to:
-            mask &= days <= args.date_to
-    if not mask.any():
-        systems = np.unique(index.cols['system'][found.keep])
-        raise _empty_selection(args, {index.strings[c] for c in systems})
-    if last_nights:
-        mask &= last_nights_mask(index, mask, last_nights)
-    _report(diag, skipped)              # after the usage errors: those stay one line
-    return History.from_table(found.take(mask))
+    """The History the arguments select. ``last_nights``: only each system's last N nights
+    (whole sessions: a session's night is its start's): what a nightly judges and shows,
+    without reading years of repetitions."""
+    return store.history_of_rows(selected_rows(args, last_nights))
+
+
+def load_runs(args):
+    """Run records selected by the history arguments (with provenance), oldest first."""
+    return list(load_history(args).runs)

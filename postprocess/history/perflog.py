@@ -1,32 +1,33 @@
-"""Read ReFrame perflogs (docs/CONTRACT.md section 3) into run records.
+"""Read ReFrame perflogs (docs/CONTRACT.md section 3) into the engine: one text run per line.
 
 ReFrame's filelog handler writes one ``|``-separated line per test run and a header line when it
 creates the file; when the format changes it renames the old file to ``<name>.h<N>`` and starts a
 new one with a new header. The header names the fields, so lines are mapped by the most recent
-header seen (a header may also appear mid-file when logs are concatenated). Perf variables appear
-in the header as ``<var>_var=<var>_value|<var>_unit|<var>_ref|<var>_lower_thres|<var>_upper_thres``
-and in data lines as ``<var>=<value>|<unit>|<ref>|<lower>|<upper>``.
+header seen in the same file (a header may also appear mid-file when logs are concatenated). Perf
+variables appear in the header as
+``<var>_var=<var>_value|<var>_unit|<var>_ref|<var>_lower_thres|<var>_upper_thres`` and in data
+lines as ``<var>=<value>|<unit>|<ref>|<lower>|<upper>``. Checks of one class may log other
+variables than the header names (a +gpfs read that could not defeat the cache logs
+read_cache_defeated instead of read_bw): such a line's perf groups are read from the line itself.
 
-A line that cannot be read is reported as ``file:line: reason`` and skipped; never fatal.
-Files are read as bytes so every record knows the offset of its line (incremental cache, and the
-byte ranges of nightly runs that did not complete).
+Python only cuts files into numbered lines; the fields, the header each line falls under, the
+times and perf values are SQL (``TEXT_RUNS_SQL``), and so are the reasons a line is skipped,
+``file:line: reason`` (``history/parse.py`` goes on with parameters and repetitions).
 """
-import datetime
-import json
-import math
 import os
 import re
 
-from postprocess.history.nightly_runs import excluded_ranges, is_excluded
+import numpy as np
 
+from postprocess.history import engine
+
+PHASES = ('write', 'read')
 # Field names ReFrame writes in the header for the contract format (configs/settings.py); used when
 # a file's lines come before any header (e.g. a header lost by hand editing).
 CONTRACT_FIELDS = ['job_completion_time', 'reframe version', 'name', 'system', 'partition',
                    'environ', 'iob_params', 'jobid', 'result', 'iob_reps', 'iob_provenance']
-PERF_SUFFIXES = ('unit', 'ref', 'lower_thres', 'upper_thres')
-PHASES = ('write', 'read')
-_PERF_HEAD = re.compile(r'^(\w+)_var=\1_value$')
 _ROTATED = re.compile(r'\.log(\.h\d+)?$')
+CHUNK_BYTES = 32 << 20
 
 
 class Diagnostics(list):
@@ -34,38 +35,6 @@ class Diagnostics(list):
 
     def add(self, where, text):
         self.append(f'{where}: {text}')
-
-
-def parse_time(text):
-    """ReFrame's ``%Y-%m-%dT%H:%M:%S%z`` (also ``+00:00``; no zone = UTC) -> aware datetime."""
-    text = text.strip()
-    if len(text) < 19 or text[10] != 'T':
-        return None
-    try:
-        value = datetime.datetime.fromisoformat(text)     # far faster than strptime
-    except ValueError:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.timezone.utc)
-    return value
-
-
-def parse_layout(fields):
-    """Header fields -> (fixed field names, perf variable names), or None if not a header."""
-    if not fields or fields[0] != 'job_completion_time':
-        return None
-    fixed, perfvars, i = [], [], 0
-    while i < len(fields):
-        match = _PERF_HEAD.match(fields[i])
-        if match:
-            perfvars.append(match.group(1))
-            i += 1 + len(PERF_SUFFIXES)
-        else:
-            if perfvars:
-                return None         # fixed fields after perf groups: not a layout we know
-            fixed.append(fields[i])
-            i += 1
-    return fixed, perfvars
 
 
 def parse_params(text):
@@ -77,156 +46,6 @@ def parse_params(text):
             raise ValueError(f'iob_params item without key=value: {item!r}')
         params[key.strip()] = value.strip()
     return params
-
-
-def parse_reps(text, where, diag):
-    """``write=B:S,B:S;read=B:S`` -> {'write': [(bytes, seconds), ...], ...}; bad items skipped."""
-    reps = {}
-    for part in filter(None, text.strip().split(';')):
-        phase, sep, items = part.partition('=')
-        phase = phase.strip()
-        if not sep or not phase:
-            diag.add(where, f'iob_reps part without phase=...: {part!r} (skipped)')
-            continue
-        values = []
-        for item in filter(None, items.split(',')):
-            nbytes, _, secs = item.partition(':')
-            try:
-                nbytes, secs = float(nbytes), float(secs)
-            except ValueError:
-                diag.add(where, f'non-numeric repetition {phase}={item!r} (skipped)')
-                continue
-            if not (math.isfinite(nbytes) and math.isfinite(secs) and nbytes >= 0 and secs > 0):
-                diag.add(where, f'impossible repetition {phase}={item!r} (skipped)')
-                continue
-            values.append((nbytes, secs))
-        reps[phase] = values
-    return reps
-
-
-def _number(text):
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
-
-
-def parse_line(fields, layout, where, diag, provenance=True):
-    """One data line -> run record dict, or None (reported) if it cannot be used."""
-    fixed, perfvars = layout
-    expected = len(fixed) + len(perfvars) * (1 + len(PERF_SUFFIXES))
-    if len(fields) != expected:
-        diag.add(where, f'expected {expected} fields, found {len(fields)} '
-                        f'(partial or corrupt line, skipped)')
-        return None
-    row = dict(zip(fixed, fields))
-    when = parse_time(row.get('job_completion_time', ''))
-    if when is None:
-        diag.add(where, f'bad job_completion_time {row.get("job_completion_time")!r} (skipped)')
-        return None
-    if row.get('iob_params', 'null') in ('null', 'None', ''):
-        return None     # not a measurement (e.g. the build fixture's line): nothing to report
-    try:
-        params = parse_params(row.get('iob_params', ''))
-    except ValueError as err:
-        diag.add(where, f'{err} (skipped)')
-        return None
-    text = row.get('iob_provenance', '') if provenance else ''
-    try:
-        provenance = json.loads(text) if text else {}
-    except ValueError:
-        diag.add(where, 'iob_provenance is not JSON (kept as text)')
-        provenance = {'raw': text}
-    perf, pos = {}, len(fixed)
-    for var in perfvars:
-        name_value = fields[pos]
-        name, _, value = name_value.partition('=')
-        unit, ref, lower, upper = fields[pos + 1:pos + 1 + len(PERF_SUFFIXES)]
-        number = _number(value)
-        if number is None and value not in ('', 'None'):
-            diag.add(where, f'non-numeric value {name}={value!r} (perf value ignored)')
-        perf[name or var] = {'value': number, 'unit': unit, 'ref': _number(ref),
-                             'lower': _number(lower), 'upper': _number(upper)}
-        pos += 1 + len(PERF_SUFFIXES)
-    reps = parse_reps(row.get('iob_reps', ''), where, diag)
-    check = row.get('name', row.get('check_name', ''))
-    return {
-        'time': when, 'system': row.get('system', ''), 'partition': row.get('partition', ''),
-        'environ': row.get('environ', ''), 'check': check, 'params': row.get('iob_params', ''),
-        'param_dict': params, 'jobid': row.get('jobid', ''), 'result': row.get('result', ''),
-        'reps': reps, 'provenance': provenance, 'perf': perf,
-        'reframe': row.get('reframe version', ''), 'session': None, 'source': where,
-    }
-
-
-def read_perflog(path, diag, start=0, lineno=0, layout=None, keep=None, provenance=True):
-    """All usable run records of one perflog file (rotated ``.h<N>`` files included by callers).
-
-    Each record carries ``offset``, the byte offset of its line. ``start``/``lineno``/``layout``
-    resume an earlier read (history/cache.py); ``keep(offset)`` False skips a line unparsed (lines
-    of nightly runs that did not complete, history/nightly_runs.py). ``provenance`` False leaves
-    the provenance JSON unparsed (the columnar cache does not keep it)."""
-    return scan_perflog(path, diag, start, lineno, layout, keep, provenance)[0]
-
-
-def scan_perflog(path, diag, start=0, lineno=0, layout=None, keep=None, provenance=True,
-                 sink=None, batch=20000):
-    """(records, state) where state = (offset after the last complete line, its line number,
-    the layout in force there): enough to resume when more lines are appended. With ``sink``,
-    records are handed to ``sink(list)`` every ``batch`` records instead (bounded memory)."""
-    runs = []
-    try:
-        fp = open(path, 'rb')
-    except OSError as err:
-        diag.add(path, f'cannot read: {err.strerror}')
-        return runs, (start, lineno, layout)
-    offset = start
-    state = (start, lineno, layout)
-    with fp:
-        if start:
-            fp.seek(start)
-        for raw in fp:
-            lineno += 1
-            line_offset, offset = offset, offset + len(raw)
-            complete = raw.endswith(b'\n')
-            line = raw.decode('utf-8', errors='replace').rstrip('\r\n')
-            if line.strip():
-                layout = _use_line(line, layout, f'{path}:{lineno}', line_offset, runs, diag, keep,
-                                   provenance)
-            if complete:
-                state = (offset, lineno, layout)
-            if sink is not None and len(runs) >= batch:
-                sink(runs)
-                runs = []
-    if sink is not None:
-        sink(runs)
-        runs = []
-    return runs, state
-
-
-def _use_line(line, layout, where, offset, runs, diag, keep, provenance):
-    """Parse one line into ``runs``; returns the layout in force after it."""
-    fields = line.rstrip('|').split('|')
-    new_layout = parse_layout(fields)
-    if new_layout is not None:
-        return new_layout
-    if keep is not None and not keep(offset):
-        return layout
-    current = layout
-    if current is None:
-        # No header yet: assume the contract layout with as many perf groups as fit.
-        extra = len(fields) - len(CONTRACT_FIELDS)
-        if extra < 0 or extra % (1 + len(PERF_SUFFIXES)):
-            diag.add(where, 'line before any header and not in the contract layout (skipped)')
-            return layout
-        nperf = extra // (1 + len(PERF_SUFFIXES))
-        current = (CONTRACT_FIELDS, [f'perf{i}' for i in range(nperf)])
-    run = parse_line(fields, current, where, diag, provenance)
-    if run is not None:
-        run['offset'] = offset
-        runs.append(run)
-    return layout
 
 
 def find_perflogs(root):
@@ -241,47 +60,204 @@ def find_perflogs(root):
     return found
 
 
-def read_perflogs(roots, diag=None, this_run=None, skipped=None):
-    """Run records from every perflog under ``roots`` (files or directories), oldest first.
-
-    Lines written by nightly runs that did not complete are skipped (history/nightly_runs.py;
-    ``this_run`` is the asking nightly's own run directory); ``skipped`` (a list) gets their count."""
-    diag = Diagnostics() if diag is None else diag
-    runs = []
-    for path, ranges in walk_perflogs(roots, diag, this_run):
-        runs += read_perflog(path, diag, keep=line_filter(path, ranges, skipped))
-    runs.sort(key=lambda r: r['time'])
-    return runs, diag
+def _lines_sql(path, code):
+    """SELECT file, lineno, line of one file, read by DuckDB's CSV reader as one column (rows
+    are lines, blank ones NULL; a line that is not UTF-8 reads as NULL, as a blank one)."""
+    return (f"SELECT {code}::INTEGER AS file, row_number() OVER () AS lineno, "
+            f"rtrim(coalesce(line, ''), chr(13)) AS line FROM read_csv({engine.quote(path)}, "
+            f"header = false, delim = chr(1), quote = '', escape = '', new_line = '\\n', "
+            f"columns = {{'line': 'VARCHAR'}}, auto_detect = false, strict_mode = false, "
+            f"ignore_errors = true)")
 
 
-def walk_perflogs(roots, diag, this_run=None):
-    """(path, excluded byte ranges of its root) for every perflog under ``roots`` (a path or a
-    list); a root that does not exist is a diagnostic."""
-    if isinstance(roots, (str, os.PathLike)):
-        roots = [roots]
-    for root in roots:
+# Header lines -> (file, lineno, fixed field names, perf variable names); a line that opens like
+# a header but is not one in a layout we know is read as a data line (and fails as one).
+HEADERS_SQL = r"""
+SELECT file, lineno, list_slice(f, 1, nfixed) AS fixed,
+       list_transform(range(nfixed + 1, len(f) + 1, 5),
+                      i -> regexp_extract(f[i], '^(\w+)_var=', 1)) AS perfvars
+FROM (SELECT file, lineno, f,
+             coalesce(list_position(list_transform(f, x -> perf_head(x)), true) - 1, len(f))
+               AS nfixed
+      FROM (SELECT file, lineno, string_split(rtrim(rtrim(line, chr(13)), '|'), '|') AS f
+            FROM {chunk} WHERE starts_with(line, 'job_completion_time|')
+               OR line = 'job_completion_time'))
+WHERE list_bool_and(list_transform(range(nfixed + 1, len(f) + 1, 5), i -> perf_head(f[i])))
+   IS NOT false
+"""
+
+# Data lines -> text runs; ``bad`` names why a line is skipped (NULL: used). Each line falls under
+# the last header before it in its file: {header_of} is a CASE over the (few) header line numbers,
+# so the lines stream through a hash join instead of being sorted (an ASOF join sorted them all:
+# out of memory at 10^6 lines under the engine's 1 GB limit).
+LINES_SQL = r"""
+SELECT c.file, c.lineno, c.f,
+       coalesce(h.fixed, {contract}) AS fixed,
+       CASE WHEN h.fixed IS NULL
+            THEN list_transform(range(0, greatest(len(c.f) - {ncontract}, 0) // 5), k -> 'perf' || k)
+            ELSE h.perfvars END AS hvars,
+       h.fixed IS NULL AS headless
+FROM (SELECT file, lineno, string_split(rtrim(rtrim(line, chr(13)), '|'), '|') AS f,
+             {header_of} AS header_line
+      FROM {chunk} WHERE NOT regexp_matches(line, '^\s*$') AND lineno NOT IN {header_lines}) c
+LEFT JOIN {headers} h ON c.file = h.file AND c.header_line = h.lineno
+"""
+
+TEXT_RUNS_SQL = r"""
+WITH l AS ({lines}),
+m AS (
+  SELECT *, len(fixed) AS nfixed, len(fixed) + 5 * len(hvars) AS expected,
+         len(f) - len(fixed) AS own,
+         f[list_position(fixed, 'job_completion_time')] AS time_text
+  FROM l),
+s AS (
+  SELECT *,
+    CASE WHEN headless AND (own < 0 OR own % 5 <> 0)
+           THEN 'line before any header and not in the contract layout (skipped)'
+         WHEN len(f) <> expected AND NOT (own > 0 AND own % 5 = 0 AND list_bool_and(
+                list_transform(range(nfixed + 1, len(f) + 1, 5), i -> regexp_matches(f[i], '^\w+='))))
+           THEN 'expected ' || expected || ' fields, found ' || len(f)
+                || ' (partial or corrupt line, skipped)'
+    END AS bad_layout,
+    regexp_extract(trim(coalesce(time_text, '')),
+      '^(\d{{4}}-\d{{2}}-\d{{2}}T\d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)?)(Z|[+-]\d{{2}}:?\d{{2}})?$',
+      ['local', 'zone']) AS tm
+  FROM m),
+t AS (
+  SELECT *, try_strptime(replace(tm.local, 'T', ' '),
+                         ['%Y-%m-%d %H:%M:%S', '%Y-%m-%d %H:%M:%S.%f']) AS local_ts,
+         CASE WHEN tm.zone IN ('', 'Z') THEN 0
+              ELSE (CASE WHEN tm.zone[1] = '-' THEN -1 ELSE 1 END)
+                   * (CAST(tm.zone[2:3] AS INTEGER) * 3600 + CAST(tm.zone[-2:] AS INTEGER) * 60)
+         END AS tzoff
+  FROM s)
+SELECT file, lineno,
+  coalesce(bad_layout, CASE WHEN local_ts IS NULL THEN
+    'bad job_completion_time ' || pyrepr(coalesce(time_text, 'None')) || ' (skipped)' END) AS bad,
+  epoch(local_ts) - tzoff AS t, tzoff,
+  coalesce(f[list_position(fixed, 'system')], '') AS system,
+  coalesce(f[list_position(fixed, 'partition')], '') AS partition,
+  coalesce(f[list_position(fixed, 'environ')], '') AS environ,
+  coalesce(f[list_position(fixed, 'name')], f[list_position(fixed, 'check_name')], '') AS "check",
+  coalesce(f[list_position(fixed, 'iob_params')], 'null') AS params,
+  coalesce(f[list_position(fixed, 'jobid')], '') AS jobid,
+  coalesce(f[list_position(fixed, 'result')], '') AS result,
+  coalesce(f[list_position(fixed, 'reframe version')], '') AS reframe,
+  coalesce(f[list_position(fixed, 'iob_reps')], '') AS reps_text,
+  coalesce(f[list_position(fixed, 'iob_provenance')], '') AS prov_text,
+  CASE WHEN bad_layout IS NULL THEN list_transform(range(0, (len(f) - nfixed) // 5), k -> {{
+    'name': coalesce(nullif(split_part(f[nfixed + 1 + 5 * k], '=', 1), ''), hvars[k + 1]),
+    'text': f[nfixed + 1 + 5 * k][strpos(f[nfixed + 1 + 5 * k], '=') + 1:],
+    'value': finite_or_null(f[nfixed + 1 + 5 * k][strpos(f[nfixed + 1 + 5 * k], '=') + 1:]),
+    'unit': f[nfixed + 2 + 5 * k],
+    'ref': finite_or_null(f[nfixed + 3 + 5 * k]),
+    'lower': finite_or_null(f[nfixed + 4 + 5 * k]),
+    'upper': finite_or_null(f[nfixed + 5 + 5 * k])}}) END AS perf
+FROM t
+"""
+
+
+
+
+def load_text_runs(roots, diag, nights=None):
+    """A DuckDB table of every perflog line under ``roots`` (one text run per line, ``bad``
+    saying why a line cannot be used) and {file code: path}. ``nights``: only the lines
+    completed on those dates (and every header): the cost then does not grow with the
+    history. A root that does not exist, or a file that cannot be read, is a diagnostic."""
+    con = engine.connect()
+    name = engine.temp_name('perflog_text')
+    headers = engine.temp_name('perflog_headers')
+    chunk = engine.temp_name('perflog_lines')
+    con.execute(f'CREATE TEMP TABLE {headers} (file INTEGER, lineno BIGINT, fixed VARCHAR[], '
+                f'perfvars VARCHAR[])')
+    contract = '[' + ', '.join(engine.quote(f) for f in CONTRACT_FIELDS) + ']'
+    lines_sql = LINES_SQL.format(chunk=chunk, headers=headers, contract=contract,
+                                 ncontract=len(CONTRACT_FIELDS), header_of='NULL::BIGINT',
+                                 header_lines='(-1)')
+    select = TEXT_RUNS_SQL.format(lines=lines_sql)
+    con.execute(f'CREATE TEMP TABLE {chunk} (file INTEGER, lineno BIGINT, line VARCHAR)')
+    con.execute(f'CREATE TEMP TABLE {name} AS {select}')
+    day = ''
+    if nights is not None:
+        days = sorted(set(nights))
+        day = ' OR left(line, 10) IN (' + ', '.join(engine.quote(d) for d in days) + ')' \
+            if days else ''
+    paths = {}
+    for root in ([roots] if isinstance(roots, (str, os.PathLike)) else roots):
         if not os.path.exists(root):
             diag.add(os.fspath(root), 'no such file or directory')
             continue
-        ranges = excluded_ranges(root, this_run)
         for path in find_perflogs(root):
-            yield path, ranges
+            code = len(paths)
+            paths[code] = path
+            try:
+                with open(path, 'rb') as fp:
+                    if not fp.read(1):
+                        continue            # empty: DuckDB's reader would call it an error
+            except OSError as err:
+                diag.add(path, f'cannot read: {err.strerror}')
+                continue
+            where = '' if nights is None else \
+                f" WHERE starts_with(line, 'job_completion_time'){day}"
+            lines = f'(SELECT * FROM ({_lines_sql(path, code)}){where})'
+            # headers first (a pass that keeps nothing else), then every line streamed once
+            con.execute(f'INSERT INTO {headers} ' + HEADERS_SQL.format(chunk=lines))
+            marks = [n for (n,) in con.execute(f'SELECT lineno FROM {headers} WHERE file = {code} '
+                                               f'ORDER BY lineno DESC').fetchall()]
+            header_of = ('CASE ' + ' '.join(f'WHEN lineno > {n} THEN {n}' for n in marks) + ' END'
+                         if marks else 'NULL::BIGINT')
+            con.execute(f'INSERT INTO {name} ' + TEXT_RUNS_SQL.format(lines=LINES_SQL.format(
+                chunk=lines, headers=headers, contract=contract, ncontract=len(CONTRACT_FIELDS),
+                header_of=header_of,
+                header_lines='(' + ', '.join(map(str, marks or [-1])) + ')')))
+    con.execute(f'DROP TABLE {headers}; DROP TABLE {chunk}')
+    return name, paths
 
 
-def line_filter(path, ranges, skipped=None):
-    """``keep(offset)`` for a file given the excluded byte ranges (None: keep every line)."""
-    if not ranges:
-        return None
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    ident = (st.st_dev, st.st_ino)
+def text_runs(roots, diag, nights=None):
+    """The text runs (history/parse.py TEXT_COLUMNS) of every perflog line under ``roots``,
+    numbered in the order read (files in order, lines in order): a table name."""
+    raw, paths = load_text_runs(roots, diag, nights)
+    con = engine.connect()
+    files = engine.temp_name('perflog_files')
+    con.register(files, {'file': np.array(list(paths), dtype=np.int32),
+                         'path': np.array(list(paths.values()), dtype=object)})
+    name = engine.temp_name('perflog_runs')
+    con.execute(f'''CREATE TEMP TABLE {name} AS
+        SELECT (row_number() OVER () - 1) AS run_id,
+               p.path || ':' || lineno AS source, bad, t, tzoff, system, partition, environ,
+               "check", params, jobid, result, reframe, reps_text, prov_text, perf,
+               NULL::VARCHAR AS session, NULL::DOUBLE AS session_start,
+               NULL::INTEGER AS session_tzoff, NULL::VARCHAR AS testcase
+        FROM {raw} r JOIN {files} p USING (file)''')
+    con.unregister(files)
+    con.execute(f'DROP TABLE {raw}')
+    return name
 
-    def keep(offset):
-        if is_excluded(ranges, ident, offset):
-            if skipped is not None:
-                skipped.append(offset)
-            return False
-        return True
-    return keep
+
+def read_perflogs(roots, diag=None, nights=None):
+    """(run records, diagnostics) of every perflog line under ``roots``, oldest first."""
+    from postprocess.history import parse
+    diag = Diagnostics() if diag is None else diag
+    text = text_runs(roots, diag, nights)
+    runs, reps = parse.parse(text)
+    diag.extend(parse.diagnostics(text, runs))
+    return parse.records(runs, reps), diag
+
+
+def runs_of_nights(roots, nights, system=None):
+    """Run records (with provenance) of the perflog lines completed on ``nights`` (+1 day, for a
+    session that crossed midnight): a line's first ten characters are its completion date, so
+    only those lines are parsed and the cost does not grow with the history."""
+    import datetime
+    days = set()
+    for n in nights:
+        try:
+            day = datetime.date.fromisoformat(n)
+        except (TypeError, ValueError):
+            continue
+        days |= {day.isoformat(), (day + datetime.timedelta(days=1)).isoformat()}
+    if not days:
+        return []
+    runs, _ = read_perflogs(roots, Diagnostics(), nights=days)
+    return [r for r in runs if system is None or r['system'] == system]

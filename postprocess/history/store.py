@@ -1,398 +1,251 @@
-"""The tidy history table: one row per repetition and phase of every run.
+"""The results store: every repetition of every completed night as Parquet files (docs/CONTRACT.md
+section 6), read and written with DuckDB.
 
-Rows are keyed by system, partition, environ, check and iob_params (the regression key), the run's
-completion time, its session and night; they hold raw bytes and seconds and the bandwidth derived
-from them (MiB/s = 2^20 bytes/s). Stored column-wise in numpy arrays so 10^5 perflog lines (10^6
-repetition rows) stay fast; ``rows()`` gives plain dicts for small outputs.
+    <results>/store/system=<system>/year=<YYYY>/<run>.parquet       one file per nightly run
+    <results>/store/system=<system>/year=<YYYY>/import-<id>.parquet what `import` brought in
 
-Sessions: the ReFrame results DB knows each run's session; perflog lines do not, so runs of one
-system:partition whose completion times are less than ``SESSION_GAP`` apart form one session
-(a nightly run that crosses midnight stays one session). A session's night is the date it started.
-
-Baseline: runs whose iob_params say ``backend=fio`` (reframe_checks/baseline_fio.py) measure the
-storage itself in the same session; every other run's repetitions also get an efficiency, bandwidth
-divided by the median baseline bandwidth of the same session and phase.
+One row per repetition and phase (a run without any repetition: one row, phase NULL), with the
+run's key, session and night, its perf values, and its provenance flattened into columns (and
+whole, as JSON). A file is written once, under a temporary name in its directory, then renamed:
+many writers at once need no lock, and a reader sees a file whole or not at all.
+``STORE_ROWS_SQL`` makes these rows from parsed runs (history/parse.py), whatever they came from.
 """
-import collections
 import datetime
+import hashlib
 import json
 import os
-import sqlite3
+import uuid
 
 import numpy as np
 
-from postprocess.history.perflog import PHASES, Diagnostics, parse_params, parse_reps
+from postprocess.history import engine, sessions
+from postprocess.history.table import (BASELINE_BACKEND, KEY_FIELDS, History,  # noqa: F401
+                                       MiB, filter_runs, merge_runs)
+from postprocess.history.sessions import SESSION_GAP, assign_sessions  # noqa: F401
 
-MiB = float(2 ** 20)
-SESSION_GAP = datetime.timedelta(hours=3)
-KEY_FIELDS = ('system', 'partition', 'environ', 'check', 'params')
-BASELINE_BACKEND = 'fio'
+FILES = '{store}/system=*/year=*/*.parquet'
+
+# a MAP from entries whose keys may repeat: the last one wins (as a dict would)
+_LAST = "list_filter({e}, (x, i) -> NOT list_contains(list_transform({e}[i + 1:], y -> y.key), x.key))"
+
+STORE_ROWS_SQL = r"""
+WITH s AS ({sessions}),
+e AS (
+  SELECT r.*, s.session AS sess, s.session_start AS sess_start, s.session_tzoff AS sess_tzoff,
+         s.night,
+         list_transform(r.perf, x -> {{'key': x.name, 'value': struct_pack(value := x.value,
+                        unit := x.unit, ref := x.ref, lower := x.lower, upper := x.upper)}})
+           AS perf_e,
+         r.provenance::JSON AS prov
+  FROM {runs} r JOIN s USING (run_id)),
+r AS MATERIALIZED (
+  SELECT run_id, system, partition, environ, "check", params,
+       to_timestamp(t) AS time, tzoff AS utc_offset,
+       sess AS session, to_timestamp(sess_start) AS session_start,
+       sess_tzoff AS session_utc_offset, night, year(night) AS year,
+       {run} AS run, coalesce(testcase, source) AS testcase, run_id AS seq, jobid, result, reframe,
+       to_json(map_from_entries({perf_last}))::VARCHAR AS perf,
+       TRY_CAST(json_extract(prov, '$.library_versions') AS MAP(VARCHAR, VARCHAR))
+         AS library_versions,
+       json_extract_string(prov, '$.stripe') AS stripe,
+       json_extract(prov, '$.lustre.layout')::VARCHAR AS stripe_layout,
+       json_extract(prov, '$.hints_requested')::VARCHAR AS hints_requested,
+       json_extract(prov, '$.hints_in_effect')::VARCHAR AS hints_in_effect,
+       json_extract_string(prov, '$.fs_type') AS fs_type,
+       json_extract_string(prov, '$.sync_method') AS sync_method,
+       json_extract_string(prov, '$.cache_defeat') AS cache_defeat,
+       TRY_CAST(json_extract_string(prov, '$.nodes') AS INTEGER) AS nodes,
+       json_extract_string(prov, '$.command') AS command,
+       TRY_CAST(json_extract_string(prov, '$.machine.load[0]') AS DOUBLE) AS load_1m,
+       TRY_CAST(rtrim(json_extract_string(prov, '$.machine.df.used'), '%') AS INTEGER) AS fs_used_pct,
+       TRY_CAST(rtrim(json_extract_string(prov, '$.machine.lfs_df.used'), '%') AS INTEGER)
+         AS lfs_used_pct,
+       TRY_CAST(json_extract_string(prov, '$.machine.other_jobs') AS INTEGER) AS other_jobs,
+       json_extract_string(prov, '$.machine.kernel') AS kernel,
+       json_extract_string(prov, '$.machine.note') AS note,
+       provenance
+  FROM e)
+SELECT r.* EXCLUDE (run_id, perf, library_versions, stripe, stripe_layout, hints_requested,
+                    hints_in_effect, fs_type, sync_method, cache_defeat, nodes, command, load_1m,
+                    fs_used_pct, lfs_used_pct, other_jobs, kernel, note, provenance),
+       p.phase, p.rep, p.bytes, p.seconds, p.bytes / p.seconds / {mib} AS bw_MiBps,
+       r.perf, r.library_versions, r.stripe, r.stripe_layout, r.hints_requested,
+       r.hints_in_effect, r.fs_type, r.sync_method, r.cache_defeat, r.nodes, r.command, r.load_1m,
+       r.fs_used_pct, r.lfs_used_pct, r.other_jobs, r.kernel, r.note, r.provenance
+FROM r LEFT JOIN {reps} p USING (run_id)
+"""
+
+# what History and the run records need of store rows: one row per run, one per repetition
+RUNS_OF_ROWS_SQL = """
+SELECT row_number() OVER (ORDER BY t, seq, testcase) - 1 AS run_id, *
+FROM (SELECT testcase, any_value(system) AS system, any_value(partition) AS partition,
+             any_value(environ) AS environ, any_value("check") AS "check",
+             any_value(params) AS params, epoch(any_value(time)) AS t,
+             any_value(utc_offset) AS tzoff, any_value(session) AS session,
+             epoch(any_value(session_start)) AS session_start,
+             any_value(session_utc_offset) AS session_tzoff, any_value(jobid) AS jobid,
+             any_value(result) AS result, any_value(reframe) AS reframe,
+             any_value(run) AS run, min(seq) AS seq
+      FROM {rows} GROUP BY testcase)
+"""
 
 
-def is_baseline(run):
-    return run['param_dict'].get('backend') == BASELINE_BACKEND
+def rows_sql(runs, reps, run_name):
+    """SELECT of store rows from parsed runs and repetitions (history/parse.py)."""
+    return STORE_ROWS_SQL.format(
+        sessions=sessions.sql(runs), runs=runs, reps=reps, mib=MiB, run=engine.quote(run_name),
+        perf_last=_LAST.format(e='perf_e'))
 
 
-def assign_sessions(runs):
-    """Give every run without a session (perflog runs) one by time gaps per system:partition."""
-    last = {}
-    for run in sorted(runs, key=lambda r: r['time']):
-        if run['session']:
-            continue
-        where = (run['system'], run['partition'])
-        prev = last.get(where)          # (session id, its start, the previous run's time)
-        if prev is None or run['time'] - prev[2] > SESSION_GAP:
-            prev = (f'{where[0]}:{where[1]}@{run["time"].isoformat()}', run['time'], None)
-        last[where] = (prev[0], prev[1], run['time'])
-        run['session'] = prev[0]
-        run['session_start'] = prev[1]
+def files(store):
+    """The store's Parquet files (none for a store that does not exist yet)."""
+    import glob
+    return sorted(glob.glob(FILES.format(store=glob.escape(os.fspath(store)))))
 
 
-def read_results_db(path, diag=None):
-    """Run records from ReFrame's results DB (``storage.enable``; sqlite, schema 1.0 of 4.10)."""
-    diag = Diagnostics() if diag is None else diag
-    runs = []
+def scan_sql(paths):
+    """A FROM item reading these store files (their own columns; no hive columns)."""
+    listed = ', '.join(engine.quote(p) for p in paths)
+    return f'read_parquet([{listed}], hive_partitioning = false, union_by_name = true)'
+
+
+def write(select, store, name, con=None):
+    """Write the rows of ``select`` into the store, one file per system and year:
+    ``system=<s>/year=<y>/<name>.parquet``, each written under a temporary name beside it and
+    renamed (a file of that name already there is replaced whole). Returns the paths."""
+    con = con or engine.connect()
+    tmp = os.path.join(store, f'.incoming-{uuid.uuid4().hex}')
+    os.makedirs(tmp)
     try:
-        conn = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
-        blobs = conn.execute('SELECT uuid, session_start_unix, json_blob FROM sessions '
-                             'ORDER BY session_start_unix').fetchall()
-        conn.close()
-    except sqlite3.Error as err:
-        diag.add(path, f'cannot read results DB: {err}')
-        return runs, diag
-    for uuid, start, blob in blobs:
-        try:
-            report = json.loads(blob)
-        except ValueError:
-            diag.add(f'{path}:{uuid}', 'session JSON unreadable (skipped)')
-            continue
-        start = datetime.datetime.fromtimestamp(start, datetime.timezone.utc)
-        # the session's --prefix: a nightly's run directory (ci/nightly.sh), for its COMPLETE mark
-        output = (report.get('session_info') or {}).get('prefix_output') or ''
-        session_dir = os.path.dirname(output) if output else ''
-        for run_index, run in enumerate(report.get('runs', [])):
-            for case in run.get('testcases', []):
-                where = f'{path}:{uuid}:{run_index}:{case.get("name")}'
-                record = _db_case(case, uuid, start, where, diag)
-                if record is not None:
-                    record['session_dir'] = session_dir
-                    runs.append(record)
-    runs.sort(key=lambda r: r['time'])
-    return runs, diag
+        con.execute(f"COPY ({select}) TO {engine.quote(tmp)} (FORMAT parquet, COMPRESSION zstd, "
+                    f"PARTITION_BY (system, year), WRITE_PARTITION_COLUMNS true, "
+                    f"FILENAME_PATTERN 'part_{{i}}')")
+        out = []
+        for dirpath, _, names in os.walk(tmp):
+            for n in names:
+                rel = os.path.relpath(dirpath, tmp)
+                target_dir = os.path.join(store, rel)
+                os.makedirs(target_dir, exist_ok=True)
+                suffix = '' if n == 'part_0.parquet' else '-' + n[len('part_'):-len('.parquet')]
+                target = os.path.join(target_dir, f'{name}{suffix}.parquet')
+                staged = os.path.join(target_dir, f'.{name}{suffix}.parquet.{uuid.uuid4().hex}.tmp')
+                os.replace(os.path.join(dirpath, n), staged)     # same directory tree: a rename
+                with open(staged, 'rb') as fp:
+                    os.fsync(fp.fileno())
+                os.replace(staged, target)
+                out.append(target)
+        return sorted(out)
+    finally:
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _db_case(case, uuid, start, where, diag):
-    if not case.get('iob_params') or case.get('job_completion_time_unix') is None:
-        return None                 # not one of our checks, or it never ran
-    if not case.get('perfvalues'):
-        return None                 # failed before its performance stage: no perflog line either
-    try:
-        params = parse_params(case['iob_params'])
-    except ValueError as err:
-        diag.add(where, f'{err} (skipped)')
-        return None
-    try:
-        provenance = json.loads(case.get('iob_provenance') or '{}')
-    except ValueError:
-        provenance = {'raw': case.get('iob_provenance')}
-    perf = {}
-    for name, vals in (case.get('perfvalues') or {}).items():
-        value, ref, lower, upper, unit = (list(vals) + [None] * 5)[:5]
-        perf[name.split(':')[-1]] = {'value': value, 'unit': unit, 'ref': ref,
-                                     'lower': lower, 'upper': upper}
-    return {
-        'time': datetime.datetime.fromtimestamp(case['job_completion_time_unix'],
-                                                datetime.timezone.utc),
-        'system': case.get('system', ''), 'partition': case.get('partition', ''),
-        'environ': case.get('environ', ''), 'check': case.get('name', ''),
-        'params': case['iob_params'], 'param_dict': params, 'jobid': str(case.get('jobid', '')),
-        'result': case.get('result', ''), 'reps': parse_reps(case.get('iob_reps') or '', where, diag),
-        'provenance': provenance, 'perf': perf, 'reframe': '', 'session': uuid,
-        'session_start': start, 'source': where,
-    }
+def source_id(*paths):
+    """A short stable name for what an import read (same sources: same file names, so importing
+    them again replaces what they gave last time instead of adding it twice)."""
+    text = '\n'.join(sorted(os.path.realpath(p) for p in paths))
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def merge_runs(*lists):
-    """Union of run lists; a run seen in both the DB and a perflog is kept once (the DB's)."""
-    seen, merged = set(), []
-    for runs in lists:
-        for run in runs:
-            ident = (run['system'], run['partition'], run['environ'], run['check'],
-                     run['jobid'], int(run['time'].timestamp()))
-            if ident not in seen:
-                seen.add(ident)
-                merged.append(run)
-    merged.sort(key=lambda r: r['time'])
-    return merged
+class RunView:
+    """Read-only sequence of run-record dicts built on demand from a runs table of the engine
+    (what ``History.runs`` holds for store rows: 10^6 dicts would not fit the memory goal). Perf
+    values and provenance are fetched for a block of runs when first asked."""
 
+    BLOCK = 4096
 
-def sessions_of(where, times):
-    """Session of every run (runs of one ``where`` code less than SESSION_GAP apart, as
-    assign_sessions), numbered in order of their first run, and each session's first run."""
-    n = times.size
-    order = np.lexsort((times, where))
-    new = np.ones(n, dtype=bool)
-    if n > 1:
-        new[1:] = (np.diff(where[order]) != 0) | \
-                  (np.diff(times[order]) > SESSION_GAP.total_seconds())
-    sess_sorted = np.cumsum(new) - 1
-    first_run = order[new]
-    rank = np.empty(first_run.size, dtype=np.int64)
-    rank[np.argsort(first_run, kind='stable')] = np.arange(first_run.size)
-    session_of_run = np.empty(n, dtype=np.int64)
-    session_of_run[order] = rank[sess_sorted]
-    return session_of_run, np.sort(first_run)
-
-
-def last_nights_mask(index, mask, nights):
-    """Runs of each system's last ``nights`` nights (sessions' start dates, counting only nights
-    with a repetition) among the runs where ``mask`` is true; whole sessions, so the History of
-    the selection has the same sessions as the whole one's. ``index``: a RunTable with time,
-    tzoff, system, partition and reps (repetitions per run)."""
-    c = index.cols
-    idx = np.flatnonzero(mask)
-    out = np.zeros(mask.size, dtype=bool)
-    if not idx.size:
-        return out
-    system = c['system'][idx]
-    where = system * (len(index.strings) + 1) + c['partition'][idx]
-    session, first = sessions_of(where, c['time'][idx])
-    night = np.floor((c['time'][idx][first] + c['tzoff'][idx][first]) / 86400).astype(np.int64)
-    measured = np.bincount(session, weights=c['reps'][idx], minlength=first.size) > 0
-    keep_session = np.zeros(first.size, dtype=bool)
-    sess_system = system[first]
-    for code in np.unique(sess_system):
-        mine = sess_system == code
-        days = np.unique(night[mine & measured])
-        keep_session |= (mine & (night >= days[-nights])) if days.size >= nights else mine
-    out[idx] = keep_session[session]
-    return out
-
-
-class History:
-    """Column-wise repetition table built from run records (see module docstring)."""
-
-    def __init__(self, runs):
-        assign_sessions(runs)
-        self.runs = runs
-        self._groups = {}
-        self.keys, key_index = [], {}
-        self.sessions, session_index = [], {}
-        cols = {n: [] for n in ('key', 'run', 'phase', 'rep', 'bytes', 'seconds', 'session')}
-        for run_id, run in enumerate(runs):
-            key = tuple(run[f] for f in KEY_FIELDS)
-            kid = key_index.setdefault(key, len(self.keys))
-            if kid == len(self.keys):
-                self.keys.append(key)
-            sid = session_index.setdefault(run['session'], len(self.sessions))
-            if sid == len(self.sessions):
-                self.sessions.append({'id': run['session'], 'start': run['session_start'],
-                                      'night': run['session_start'].date().isoformat()})
-            for phase_id, phase in enumerate(PHASES):
-                reps = run['reps'].get(phase)
-                if not reps:
-                    continue
-                n = len(reps)
-                cols['key'] += [kid] * n
-                cols['run'] += [run_id] * n
-                cols['phase'] += [phase_id] * n
-                cols['rep'] += range(n)
-                cols['bytes'] += [b for b, _ in reps]
-                cols['seconds'] += [t for _, t in reps]
-                cols['session'] += [sid] * n
-        self.run_key = np.array([key_index[tuple(r[f] for f in KEY_FIELDS)] for r in runs],
-                                dtype=np.int64)
-        run_times = np.array([r['time'].timestamp() for r in runs], dtype=np.float64)
-        self._finish(cols, run_times)
-
-    @classmethod
-    def from_table(cls, table):
-        """The same table built from a columnar ``cache.RunTable`` (time-sorted, perflog runs):
-        10^6 runs without 10^6 dicts; ``runs`` is then a ``cache.RunView``."""
-        from postprocess.history.columns import RunView
-        self = cls.__new__(cls)
-        self._groups = {}
-        c, strings = table.cols, table.strings
-        n = len(table)
-        times = c['time']
-        session_of_run, first_run = sessions_of(c['system'] * (len(strings) + 1) + c['partition'],
-                                                times)
-        self.sessions = []
-        for row in first_run:
-            row = int(row)
-            zone = datetime.timezone(datetime.timedelta(seconds=int(c['tzoff'][row])))
-            start = datetime.datetime.fromtimestamp(float(times[row]), zone)
-            ident = f'{strings[c["system"][row]]}:{strings[c["partition"][row]]}@{start.isoformat()}'
-            self.sessions.append({'id': ident, 'start': start, 'night': start.date().isoformat()})
-        # keys in order of first appearance
-        key_codes = np.stack([c[f] for f in KEY_FIELDS], axis=1) if n else np.zeros((0, 5), int)
-        uniq, first, key_of_run = np.unique(key_codes, axis=0, return_index=True,
-                                            return_inverse=True)
-        key_of_run = key_of_run.reshape(-1)
-        rank = np.empty(first.size, dtype=np.int64)
-        rank[np.argsort(first, kind='stable')] = np.arange(first.size)
-        self.keys = [None] * first.size
-        for u, codes in enumerate(uniq):
-            self.keys[rank[u]] = tuple(strings[int(x)] for x in codes)
-        key_of_run = rank[key_of_run] if n else key_of_run
-        self.run_key = key_of_run
-        # repetition rows of the known phases, ordered by run, phase, repetition
-        phase_code = {strings.index(p) if p in strings else -1: i for i, p in enumerate(PHASES)}
-        phase_map = np.full(len(strings) + 1, -1, dtype=np.int64)
-        for code, i in phase_code.items():
-            if code >= 0:
-                phase_map[code] = i
-        counts = np.diff(c['rep_ptr'])
-        rep_run = np.repeat(np.arange(n), counts)
-        rep_phase = phase_map[c['rep_phase']] if c['rep_phase'].size else c['rep_phase']
-        known = rep_phase >= 0
-        rep_run, rep_phase = rep_run[known], rep_phase[known]
-        rep_bytes, rep_secs = c['rep_bytes'][known], c['rep_secs'][known]
-        slot = rep_run * len(PHASES) + rep_phase
-        if slot.size and np.any(slot[1:] < slot[:-1]):     # iob_reps lists read before write
-            order = np.argsort(slot, kind='stable')        # stable: repetitions keep their order
-            rep_run, rep_phase, slot = rep_run[order], rep_phase[order], slot[order]
-        else:
-            order = slice(None)
-        starts = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1]]) if slot.size else slot
-        rep_index = np.arange(slot.size) - np.repeat(starts, np.diff(np.r_[starts, slot.size]))
-        cols = {'key': key_of_run[rep_run], 'run': rep_run, 'phase': rep_phase, 'rep': rep_index,
-                'bytes': rep_bytes[order], 'seconds': rep_secs[order],
-                'session': session_of_run[rep_run]}
-        self.runs = RunView(table, self.sessions, session_of_run)
-        self._finish(cols, times)
-        return self
-
-    def _finish(self, cols, run_times):
-        ints = ('key', 'run', 'phase', 'rep', 'session')
-        self.col = {n: np.asarray(v, dtype=np.int64 if n in ints else np.float64)
-                    for n, v in cols.items()}
-        self.col['bw_MiBps'] = self.col['bytes'] / self.col['seconds'] / MiB
-        self.col['time'] = run_times[self.col['run']] if len(run_times) else np.zeros(0)
-        self.col['efficiency'] = self._efficiency()
+    def __init__(self, runs_table, rows_table, session_of_run, history_sessions):
+        con = engine.connect()
+        self.table, self.rows = runs_table, rows_table
+        self.cols = con.execute(f'SELECT * FROM {runs_table} ORDER BY run_id').fetchnumpy()
+        self.sessions, self.session_of_run = history_sessions, session_of_run
+        self._blocks = {}
+        self._params = {}
 
     def __len__(self):
-        return len(self.col['key'])
+        return len(self.cols['run_id'])
 
-    def _efficiency(self):
-        """Bandwidth / median baseline bandwidth of the same session and phase (NaN if none):
-        the baseline at the run's own rank count where the session has one (shape_matched
-        True), else the session's smallest-rank baseline, a load normaliser only."""
-        eff = np.full(len(self), np.nan)
-        self.col['shape_matched'] = np.zeros(len(self), dtype=bool)
-        self._baseline_var = {}
-        params = [parse_params(k[4]) for k in self.keys]
-        baseline_keys = [i for i, p in enumerate(params) if p.get('backend') == BASELINE_BACKEND]
-        if not len(self) or not baseline_keys:
-            return eff
-        key_ranks = np.array([int(p['ranks']) if p.get('ranks', '').isdigit() else -1
-                              for p in params], dtype=np.int64)
-        is_base = np.isin(self.col['key'], baseline_keys)
-        nphase = len(PHASES)
-        slot = self.col['session'] * nphase + self.col['phase']
-        ranks = key_ranks[self.col['key']]
-        chunks = collections.defaultdict(list)      # (slot, ranks) -> baseline bandwidths
-        for s, r, bw in zip(slot[is_base], ranks[is_base], self.col['bw_MiBps'][is_base]):
-            chunks[(int(s), int(r))].append(bw)
-        matched, fallback = {}, {}
-        for (s, r), vals in sorted(chunks.items()):
-            matched[(s, r)] = np.median(vals)
-            if s not in fallback:                   # smallest rank count first (sorted)
-                fallback[s] = matched[(s, r)]
-                self._baseline_var[s] = np.asarray(vals)   # its variance when asked (baseline_var)
-        pairs = slot * (int(ranks.max()) + 2) + ranks + 1
-        uniq, inverse = np.unique(pairs, return_inverse=True)
-        ref = np.full(len(uniq), np.nan)
-        hit = np.zeros(len(uniq), dtype=bool)
-        for j, p in enumerate(uniq):
-            s, r = divmod(int(p), int(ranks.max()) + 2)
-            key = (s, r - 1)
-            hit[j] = key in matched
-            ref[j] = matched[key] if hit[j] else fallback.get(s, np.nan)
-        eff = self.col['bw_MiBps'] / ref[inverse]
-        self.col['shape_matched'] = hit[inverse] & ~is_base
-        eff[is_base] = np.nan
-        return eff
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
 
-    def baseline_var(self, session_id, phase_id):
-        """Variance of log(baseline median) of a session and phase (0 when unknown)."""
-        slot = session_id * len(PHASES) + phase_id
-        value = self._baseline_var.get(slot, 0.0)
-        if not isinstance(value, float):            # computed once, on demand: most sessions of
-            from postprocess.common.stats import median_log_var     # years are never asked (and
-            value = self._baseline_var[slot] = median_log_var(value)  # scipy costs 0.8 s to load)
-        return value
+    def _block(self, i):
+        b = i // self.BLOCK
+        if b not in self._blocks:
+            con = engine.connect()
+            lo, hi = b * self.BLOCK, (b + 1) * self.BLOCK
+            got = con.execute(
+                f'SELECT x.run_id, any_value(r.perf) AS perf, '
+                f'any_value(r.provenance) AS provenance, '
+                f'list(struct_pack(phase := r.phase, b := r.bytes, s := r.seconds) '
+                f'ORDER BY r.phase, r.rep) FILTER (WHERE r.phase IS NOT NULL) AS reps '
+                f'FROM {self.table} x JOIN {self.rows} r USING (testcase) '
+                f'WHERE x.run_id >= {lo} AND x.run_id < {hi} GROUP BY x.run_id').fetchall()
+            self._blocks[b] = {run_id: (perf, prov, reps) for run_id, perf, prov, reps in got}
+        return self._blocks[b][i]
 
-    def key_dict(self, kid):
-        return dict(zip(KEY_FIELDS, self.keys[kid]))
-
-    def groups(self, value='bw_MiBps'):
-        """{(key_id, phase): [(session_id, values array), ...] ordered by session start}."""
-        if value not in self._groups:
-            self._groups[value] = self._make_groups(value)
-        return self._groups[value]
-
-    def _make_groups(self, value):
-        out = {}
-        if not len(self):
-            return out
-        key, phase, sess = self.col['key'], self.col['phase'], self.col['session']
-        vals = self.col[value]
-        order = np.lexsort((sess, phase, key))
-        triples = np.stack([key[order], phase[order], sess[order]], axis=1)
-        change = np.flatnonzero(np.any(np.diff(triples, axis=0) != 0, axis=1)) + 1
-        for idx in np.split(order, change):
-            k, p, s = int(key[idx[0]]), int(phase[idx[0]]), int(sess[idx[0]])
-            v = vals[idx]
-            v = v[np.isfinite(v)]
-            if v.size:
-                out.setdefault((k, p), []).append((s, v))
-        for lst in out.values():
-            lst.sort(key=lambda item: self.sessions[item[0]]['start'])
-        return out
-
-    def reference_bands(self):
-        """{(key_id, phase): (low, high or None, ref)} from each key's latest perflog reference
-        (the latest run of the key decides: without a reference there, no band)."""
-        kids = np.asarray(self.run_key)
-        uniq, first_from_end = np.unique(kids[::-1], return_index=True)
-        bands = {}
-        for kid, run_id in zip(uniq.tolist(), (kids.size - 1 - first_from_end).tolist()):
-            run = self.runs[run_id]
-            for phase in PHASES:
-                perf = run['perf'].get(f'{phase}_bw') or {}
-                ref = perf.get('ref')
-                if ref:
-                    lower, upper = perf.get('lower'), perf.get('upper')
-                    bands[(kid, phase)] = (ref * (1 + lower) if lower is not None else 0.0,
-                                           ref * (1 + upper) if upper is not None else None, ref)
-        return bands
-
-    def rows(self, limit=None):
-        """Plain dict rows (tidy table) for printing or CSV."""
-        out = []
-        n = len(self) if limit is None else min(limit, len(self))
-        for i in range(n):
-            run = self.runs[self.col['run'][i]]
-            row = self.key_dict(self.col['key'][i])
-            row.update(time=run['time'].isoformat(), night=self.sessions[self.col['session'][i]]['night'],
-                       session=run['session'], phase=PHASES[self.col['phase'][i]],
-                       rep=int(self.col['rep'][i]), bytes=int(self.col['bytes'][i]),
-                       seconds=float(self.col['seconds'][i]),
-                       bw_MiBps=float(self.col['bw_MiBps'][i]),
-                       efficiency=float(self.col['efficiency'][i]), result=run['result'])
-            out.append(row)
-        return out
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        from postprocess.history.perflog import parse_params
+        i = int(i)
+        c = self.cols
+        perf_text, prov_text, rep_list = self._block(i)
+        reps = {}
+        for item in rep_list or []:
+            reps.setdefault(item['phase'], []).append((item['b'], item['s']))
+        params = str(c['params'][i])
+        if params not in self._params:
+            self._params[params] = parse_params(params)
+        perf = {}
+        for name, v in (json.loads(perf_text) or {}).items() if perf_text else ():
+            perf[name] = {k: v.get(k) for k in ('value', 'unit', 'ref', 'lower', 'upper')}
+        session = self.sessions[self.session_of_run[i]]
+        zone = sessions.zone(c['tzoff'][i])
+        return {f: str(c[f][i]) for f in KEY_FIELDS + ('jobid', 'result', 'reframe')} | {
+            'time': datetime.datetime.fromtimestamp(float(c['t'][i]), zone),
+            'param_dict': self._params[params], 'reps': reps, 'perf': perf,
+            'provenance': json.loads(prov_text) if prov_text else {},
+            'session': session['id'], 'session_start': session['start'],
+            'source': str(c['testcase'][i]), 'run': str(c['run'][i])}
 
 
-def filter_runs(runs, system=None, date_from=None, date_to=None):
-    """Runs of ``system`` whose completion date is within [date_from, date_to] (ISO dates)."""
-    out = []
-    for run in runs:
-        day = run['time'].date().isoformat()
-        if system and run['system'] != system:
-            continue
-        if (date_from and day < date_from) or (date_to and day > date_to):
-            continue
-        out.append(run)
-    return out
+def history_of_rows(rows):
+    """The History of store rows (a table or view of the engine with the store's columns)."""
+    con = engine.connect()
+    runs = engine.temp_name('store_runs')
+    reps = engine.temp_name('store_reps')
+    con.execute(f'CREATE TEMP TABLE {runs} AS {RUNS_OF_ROWS_SQL.format(rows=rows)}')
+    con.execute(f'CREATE TEMP TABLE {reps} AS SELECT x.run_id, r.phase, r.rep, r.bytes, r.seconds '
+                f'FROM {rows} r JOIN {runs} x USING (testcase) WHERE r.phase IS NOT NULL')
+    history = History.from_relations(
+        runs, reps, lambda sess_of_run, hs: RunView(runs, rows, sess_of_run, hs))
+    history.rows_table = rows
+    return history
+
+
+def empty_rows_sql():
+    """A SELECT with the store's columns and no row (the shape of an empty history)."""
+    con = engine.connect()
+    from postprocess.history import parse
+    text = engine.temp_name('empty_text')
+    cols = ', '.join(f'NULL::{t} AS {engine.ident(n)}' for n, t in parse.TEXT_COLUMNS)
+    con.execute(f'CREATE OR REPLACE TEMP TABLE {text} AS SELECT {cols} LIMIT 0')
+    runs, reps = parse.parse(text)
+    return rows_sql(runs, reps, '')
+
+
+def np_strings(values):
+    return np.array(list(values), dtype=object)
+
+
+def runs_of_nights(history, nights):
+    """Run records (with provenance) of the history's sessions on ``nights``: only those are
+    made dicts, so a nightly's cost does not grow with the history (why/annotate.py, state.py)."""
+    nights = set(nights)
+    wanted = [i for i, s in enumerate(history.sessions) if s['night'] in nights]
+    runs = history.runs
+    of_run = getattr(runs, 'session_of_run', None)
+    if of_run is not None:
+        return [runs[int(i)] for i in np.flatnonzero(np.isin(of_run, wanted))]
+    ids = {history.sessions[i]['id'] for i in wanted}
+    return [r for r in runs if r.get('session') in ids]

@@ -2,10 +2,15 @@
 msteams://, matrix://, json://... separated by spaces or commas) when a night is red, and once when
 it is green again; never more than one message per night and system (postprocess/notify/state.py).
 
-    python -m postprocess notify --run RUN_DIR --system NAME --status EXIT [--urls URLS]
+    python -m postprocess notify --run RUN_DIR --system NAME --status EXIT [--failed-step STEP]...
+                                 [--urls URLS]
 
-Red: the nightly's exit status 3 (a regression, confirmed by the re-run unless confirmation is off)
-or 1 (a check or a step failed). The message is the run's summary lines and the page's address
+The nightly's exit status says which message: 3 is RED (a regression, confirmed by the re-run unless
+confirmation is off), with the findings; 1 is FAILED, naming what failed: the checks that failed
+(from the run's report.json) and each step ci/nightly.sh names with --failed-step (reframe,
+perflogs, darshan-index, detect, verdict, report), or that the cause was not recorded; 0 is green.
+2 (the nightly's bad usage: nothing ran) says nothing and leaves the state as it is; another status
+is bad usage here. The message is the run's summary lines and the page's address
 (IOREGRESS_REPORT_URL + path, else file://). An address that cannot be used or reached is one line;
 the exit status is 0 unless the arguments are wrong.
 """
@@ -16,7 +21,12 @@ import urllib.parse
 
 from postprocess.common.errors import UsageError
 
-RED = {3: 'regression', 1: 'failed'}
+REGRESSION, FAILED, USAGE = 3, 1, 2      # ci/nightly.sh's exit statuses (0: all well)
+# what each step ci/nightly.sh may name failed, for the message
+STEPS = {'reframe': 'ReFrame itself failed (no failed check in its report)',
+         'perflogs': 'the history perflogs were not fully written',
+         'darshan-index': 'postprocess darshan-index failed', 'detect': 'postprocess detect failed',
+         'verdict': 'postprocess verdict could not judge the night', 'report': 'postprocess report failed'}
 
 
 def register(subparsers):
@@ -24,7 +34,9 @@ def register(subparsers):
                                              'again; off unless IOREGRESS_NOTIFY is set')
     p.add_argument('--run', required=True, metavar='RUN_DIR', help='the nightly run directory')
     p.add_argument('--system', required=True, help='the system the run is of')
-    p.add_argument('--status', required=True, type=int, help="ci/nightly.sh's exit status")
+    p.add_argument('--status', required=True, type=int, help="ci/nightly.sh's exit status (0, 1, 2, 3)")
+    p.add_argument('--failed-step', action='append', default=[], metavar='STEP', choices=sorted(STEPS),
+                   help='a step of the night that failed (repeatable; status 1): ' + ', '.join(STEPS))
     p.add_argument('--urls', default=os.environ.get('IOREGRESS_NOTIFY', ''),
                    help='Apprise URLs (default: $IOREGRESS_NOTIFY)')
     p.set_defaults(func=run)
@@ -58,29 +70,49 @@ def night_of(run_dir):
     return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
 
 
-def summary_lines(run_dir):
-    """The lines `postprocess summary` prints for the run (counts, what needs attention)."""
-    from postprocess.report import summary, verdict
+def night_result(run_dir):
+    """What `postprocess summary` judges of the run: counts, what needs attention (report/verdict.py)."""
+    from postprocess.report import verdict
     report = os.path.join(run_dir, 'report.json')
     detect = os.path.join(run_dir, 'post', 'detect.json')
     tonight = os.path.join(run_dir, 'post', 'verdict.json')
-    result = verdict.build(verdict.load_findings(detect) if os.path.exists(detect) else [],
-                           verdict.load_cases(report) if os.path.exists(report) else None,
-                           verdict.skip_reasons(os.path.join(run_dir, 'reframe.out')),
-                           verdict.load_verdict(tonight) if os.path.exists(tonight) else None)
-    return summary.render(result)
+    return verdict.build(verdict.load_findings(detect) if os.path.exists(detect) else [],
+                         verdict.load_cases(report) if os.path.exists(report) else None,
+                         verdict.skip_reasons(os.path.join(run_dir, 'reframe.out')),
+                         verdict.load_verdict(tonight) if os.path.exists(tonight) else None)
 
 
-def message(kind, system, night, run_dir, status):
+def what_failed(result, steps):
+    """A failed night's causes, for the title ('2 checks failed; postprocess detect failed') and
+    one line each for the body. Never a guess: a cause nobody recorded is said to be unknown."""
+    failed = result['counts']['failed'] if result else 0
+    regressions = sum(a['kind'] != 'failed' for a in result['attention']) if result else 0
+    causes = [f'{failed} check{"s" if failed != 1 else ""} failed'] if failed else []
+    causes += [STEPS[s] for s in dict.fromkeys(steps) if s != 'reframe' or not failed]
+    if not causes:
+        causes = ['cause not recorded: see the run\'s reframe.out and the nightly log']
+    lines = [f'FAILED: {c}' for c in causes]
+    if regressions:
+        causes.append(f'and {regressions} regression{"s" if regressions != 1 else ""}')
+    return '; '.join(causes), lines
+
+
+def message(kind, system, night, run_dir, status, steps=()):
     from postprocess.common.address import page_address
-    if kind == 'red':
-        title = f'ioregress {system} {night}: RED ({RED[status]})'
-    else:
-        title = f'ioregress {system} {night}: green again'
+    from postprocess.report import summary
     try:
-        body = summary_lines(run_dir)
+        result = night_result(run_dir)
+        body = summary.render(result)
     except (OSError, UsageError) as err:          # the message still goes out, saying why
-        body = f'(no summary: {err})'
+        result, body = None, f'(no summary: {err})'
+    if kind != 'red':
+        title = f'ioregress {system} {night}: green again'
+    elif status == REGRESSION:
+        title = f'ioregress {system} {night}: RED (regression)'
+    else:
+        causes, lines = what_failed(result, steps)
+        title = f'ioregress {system} {night}: FAILED ({causes})'
+        body = '\n'.join(lines + [body])
     return title, f'{body}\n{page_address(run_dir)}'
 
 
@@ -107,19 +139,26 @@ def send(urls, title, body):
 
 def run(args):
     from postprocess.notify import state
+    if args.status not in (0, FAILED, USAGE, REGRESSION):
+        raise UsageError(f"unknown --status {args.status} (ci/nightly.sh's 0, 1, 2 or 3)")
+    if args.failed_step and args.status != FAILED:
+        raise UsageError(f"--failed-step '{args.failed_step[0]}' with --status {args.status} (only 1 failed)")
     urls = split_urls(args.urls)
     if not urls:
         return 0
     if not os.path.isdir(args.run):
         raise UsageError(f"no such run directory '{args.run}'")
-    tonight = 'red' if args.status in RED else 'green'
+    if args.status == USAGE:       # nothing ran: neither red nor green, and no state changes
+        print('notify: status 2 (the nightly\'s bad usage: nothing ran): nothing to tell')
+        return 0
+    tonight = 'red' if args.status in (FAILED, REGRESSION) else 'green'
     night = night_of(args.run)
     results_root = os.path.dirname(os.path.dirname(os.path.abspath(args.run)))
     path = state.state_path(results_root, args.system)
     kind = state.decide(tonight, night, state.load(path))
     if kind is None:
         return 0
-    title, body = message(kind, args.system, night, args.run, args.status)
+    title, body = message(kind, args.system, night, args.run, args.status, args.failed_step)
     outcome = send(urls, title, body)
     for where, why in outcome:
         print(f'notify: {where}: ' + ('sent' if why is None else f'not sent ({why})'))

@@ -1,6 +1,6 @@
 """Calibrate references from history: write configs/references/<system>.yaml.
 
-Format (defined by reframe_checks/iobench_lib/references.py, read by ReFrame 4.10 via ``$ref``):
+Format (defined by reference_file.py, read by ReFrame 4.10 via ``$ref``):
 
     require_reference: false
     BenchIO:                                   # check class name

@@ -1,14 +1,13 @@
 """``calibrate``: write configs/references/<system>.yaml from history."""
-import importlib.util
 import os
 import sys
 
 from postprocess.common.errors import UsageError
 from postprocess.common.names import check_name
 from postprocess.history import inputs
+from postprocess.references import reference_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REFERENCES_LIB = os.path.join(REPO, 'reframe_checks', 'iobench_lib', 'references.py')
 
 
 def register(subparsers):
@@ -24,26 +23,23 @@ def register(subparsers):
 
 def check_existing(path):
     """A reference file about to be merged into must be one the checks accept: the same validator
-    as the checks (reframe_checks/iobench_lib/references.py, pure Python), one line naming the
+    as the checks (reference_file.py, pure Python), one line naming the
     file and the key, nothing written."""
     if not os.path.exists(path):
         return
     if not os.path.isfile(path):
         raise UsageError(f"reference file is not a regular file: '{path}'")
-    spec = importlib.util.spec_from_file_location('ioregress_references', REFERENCES_LIB)
-    lib = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(lib)
     try:
-        lib.load(path)
-    except lib.ReferenceFileError as err:
+        reference_file.load(path)
+    except reference_file.ReferenceFileError as err:
         raise UsageError(f'malformed reference file {err}; not changed') from None
 
 
 def run(args):
     from postprocess.references.calibrate import calibrate
     check_name('system', args.system)
-    if not args.perflogs and not args.db:
-        raise UsageError('give --perflogs DIR and/or --db FILE')
+    if not args.perflogs and not args.db and not args.store:
+        raise UsageError('give --perflogs DIR, --db FILE and/or --store DIR')
     path = args.output or os.path.join(REPO, 'configs', 'references', f'{args.system}.yaml')
     variables = None if args.vars == 'all' else tuple(v for v in args.vars.split(',') if v)
     if variables is not None and not variables:

@@ -44,7 +44,8 @@ def history_window(args):
     if args.findings:
         return shown
     from postprocess.detect.options import DEFAULTS
-    return max(DEFAULTS['horizon'], shown + DEFAULTS['window'] + DEFAULTS['pool_nights'])
+    from postprocess.detect.rules import lookback
+    return shown + lookback(DEFAULTS)
 
 
 def ior_section(history):
@@ -98,11 +99,15 @@ def build_report(args):
         # series is also tonight's finding (detection is causal). Imported here: scipy.stats
         # alone costs 0.8 s of a nightly report that reuses detect's findings.
         from postprocess.detect.suite import detect
-        recent = accepted.mark(detect(accepted.rebaseline(history, acceptances), value=args.value,
-                                      last_nights=args.history_nights), acceptances)
+        nights = sorted({s['night'] for s in history.sessions})
+        recent = accepted.mark(detect(history, value=args.value, acceptances=acceptances,
+                                      matches=accepted.matches,
+                                      nights_from=nights[-args.history_nights]
+                                      if len(nights) >= args.history_nights else None),
+                               acceptances)
         findings = verdict.latest_per_series(recent)
         from postprocess.why.state import add_state     # the history table's machine column
-        add_state(findings, args)
+        add_state(findings, history)
     else:
         # the nightly's detect.json: no second detection (the slow part of a warm report)
         findings = verdict.latest_per_series(given)

@@ -19,8 +19,7 @@ from postprocess.why.state import text as why_state_text
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'templates')
 LABEL = {'regression': 'regression', 'system': 'system-wide', 'stack': 'I/O stack',
-         'group': 'group', 'failed': 'failed', 'unconfirmed': 'unconfirmed',
-         'watching': 'watching'}
+         'group': 'group', 'failed': 'failed', 'degraded': 'degraded', 'noisy': 'noisy night'}
 SPARK_NIGHTS = 30
 
 

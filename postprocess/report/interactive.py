@@ -14,7 +14,8 @@ from postprocess.history.perflog import PHASES
 # Bokeh is imported where used (~0.4 s): the report imports it after forking its PNG workers,
 # so the import overlaps their drawing instead of delaying it.
 
-FLAG_COLOR = {'regression': '#c62828', 'improvement': '#2e7d32', 'unconfirmed': '#ef6c00'}
+FLAG_COLOR = {'regression': '#c62828', 'improvement': '#2e7d32', 'degraded': '#ef6c00',
+              'noisy': '#9e9e9e'}
 
 
 def resources_js():

@@ -1,9 +1,7 @@
-"""What tonight's verdict could see: the smallest fall its first stage could flag (detect's
-``detectable``, detect/evidence.py detectable_fall), told per kind of level, so a site reads a
-quiet night for what it is: "nothing fell by more than this", not "nothing fell".
-
-A fall of that size is flagged about half the time; a smaller one cannot be, whatever its cause.
-docs/reach.md has this machine's figures."""
+"""What tonight's verdict could see: the least fall that would have made tonight a step (detect's
+``detectable``, postprocess/detect/rules.py: the far threshold a confirmation re-run must then
+reproduce, or, on the third night of a run, the low threshold), told per kind of level, so a site
+reads a quiet night for what it is: "nothing fell by more than this", not "nothing fell"."""
 import statistics
 
 from postprocess.common.findings import group_label, is_many
@@ -22,11 +20,11 @@ def _span(values):
 def level_kind(f):
     """The kind of level a finding's figure tells: ``stack`` (a partition's common factor, either
     scope), ``group``, ``rates`` (metadata operation rates), ``series`` (a bandwidth series), or
-    None (fio, the filesystem's reading and not a check of the stack; a contrast)."""
+    None (fio, the filesystem's reading and not a check of the stack)."""
     if f.get('scope') == 'group':
         return 'group'
     if is_many(f):
-        return None if f.get('against') else 'stack'
+        return 'stack'
     params = str(f.get('params', ''))
     if 'backend=fio' in params:
         return None

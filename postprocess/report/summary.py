@@ -15,8 +15,7 @@ from postprocess.report import verdict
 from postprocess.why import text as why_text
 
 LABEL = {'regression': 'REGRESSION', 'system': 'SYSTEM-WIDE', 'stack': 'I/O STACK',
-         'group': 'GROUP', 'failed': 'FAILED', 'unconfirmed': 'UNCONFIRMED',
-         'watching': 'WATCHING'}
+         'group': 'GROUP', 'failed': 'FAILED', 'degraded': 'DEGRADED', 'noisy': 'NOISY NIGHT'}
 MAX_LINES = 25   # per list: a night with 300 failures is one problem, not 300 lines to scroll
 
 
@@ -47,15 +46,20 @@ def format_line(a):
         return f'  {label:11s} {what}{phase}: {a["reason"]}'
     median = ''
     scale, unit = value_unit(a.get('params'))      # empty files: ops/s (common/units.py)
+    where = ','.join(a.get('partitions') or [a.get('partition', '')])
     if is_many(a):       # its medians are ratios to the history, not MiB/s
-        what = f'{a["system"]}:{a["partition"]} {many_label(a)}'
+        what = f'{a["system"]}:{where} {many_label(a)}'
+    elif len(a.get('partitions') or ()) > 1:
+        what = f'{what} on {where}'
     elif a.get('median') is not None and a.get('expected_median') is not None:
-        median = f' ({a["median"] * scale:.4g} vs {a["expected_median"] * scale:.4g} {unit} expected)'
+        median = f' ({a["median"] * scale:.4g} vs {a["expected_median"] * scale:.4g} {unit} usual)'
     elif a.get('median') is not None and a.get('history_median') is not None:
         median = f' ({a["median"] * scale:.4g} vs {a["history_median"] * scale:.4g} {unit})'
     since = f', since {a["since"]}' if a.get('since') else ''
-    if a['kind'] == 'watching':
-        since = f', {a.get("history_nights")} nights of history: too few to judge yet'
+    if a['kind'] == 'noisy':
+        since = (', fio fell too: the filesystem was busy' if a.get('filesystem_busy') else
+                 ', its re-run read it usual again' if a.get('confirmation') == 'not reproduced'
+                 else ', one night')
     return f'  {label:11s} {what} {a.get("phase", "")} {_change(a)}{median}{since}'.rstrip()
 
 
@@ -75,8 +79,8 @@ def render(result, page=None):
         lines.append('nothing needs attention: no regression, no failure')
     notes = result.get('notes') or []
     if notes:
-        lines.append(f'not red tonight ({len(notes)}): flags the re-run did not reproduce, '
-                     'series still building their history')
+        lines.append(f'not red tonight ({len(notes)}): levels below their usual for a few '
+                     'nights, single nights far off')
         lines += [format_line(a) for a in notes[:MAX_LINES]]
         if len(notes) > MAX_LINES:
             lines.append(f'  ... and {len(notes) - MAX_LINES} more (see the report)')

@@ -4,7 +4,7 @@ Inputs (each optional, each read as written by its owner, never rewritten):
 * detect findings (``python -m postprocess detect --json``): one dict per (key, phase, night) with
   system, partition, environ, check, params, phase, night, status, median, history_median,
   change; newer ones may add ``scope`` ('series' | 'system' | 'stack' | 'group'), ``since`` and
-  the statuses ``unconfirmed`` and ``watching`` -- shown when present, the rest works without them;
+  the statuses ``degraded`` and ``noisy`` -- shown when present, the rest works without them;
 * ReFrame's ``report.json``: pass / fail / skip per test case and the failure reason;
 * the Darshan index's ``index.json``: rows with system, partition, environ, check, params,
   night/time, ``page`` and ``diff_prev`` (hrefs relative to that index).
@@ -18,10 +18,10 @@ from postprocess.common.jsonfile import read_json
 from postprocess.report.reach import group_reach, reach_line
 
 KEY = ('system', 'partition', 'environ', 'check', 'params')
-FLAGGED = ('regression', 'improvement', 'unconfirmed', 'watching')
+FLAGGED = ('regression', 'improvement', 'degraded', 'noisy')
 # Attention order: what is red tonight first (many series at once before one), then what is not.
 KIND_ORDER = {'stack': 0, 'system': 0, 'group': 1, 'regression': 2, 'failed': 3,
-              'unconfirmed': 4, 'watching': 5}
+              'degraded': 4, 'noisy': 5}
 _ANSI = re.compile(r'\x1b\[[0-9;]*m')
 _SKIP_LINE = re.compile(r'^\[\s*SKIP\s*\]\s*\(\s*\d+/\d+\)\s*(?P<name>.+?)\s/[0-9a-f]{8}\s'
                         r'.*?\[(?P<why>.*)\]\s*$')
@@ -124,7 +124,7 @@ def _case_key(case):
 
 def build(findings, cases=None, skipped_why=None, tonight=None):
     """The verdict: counts, the attention list (what makes the night red, one entry per line,
-    ordered), the notes (unconfirmed flags and watched series: shown, never red) and the rest.
+    ordered), the notes (degraded levels and noisy nights: shown, never red) and the rest.
 
     With ``cases`` (this run's report.json) only series this run measured count for tonight: a key
     the run did not run must not raise its old flag again. ``tonight``: the nightly's verdict
@@ -188,14 +188,48 @@ def build(findings, cases=None, skipped_why=None, tonight=None):
             counts['other'] += 1
     order = lambda a: (KIND_ORDER[a['kind']], a.get('change') or 0, a['check'],  # noqa: E731
                        a.get('params', ''), a.get('phase', ''))
-    attention.sort(key=order)
-    notes.sort(key=order)
+    attention = merge_partitions(sorted(attention, key=order))
+    notes = merge_partitions(sorted(notes, key=order))
     shown = {finding_key(a) + (a.get('phase', ''),) for a in attention + notes
              if a['kind'] != 'failed'}
     rest = [f for f in series_scope if finding_key(f) + (f['phase'],) not in shown]
     return {'counts': counts, 'attention': attention, 'notes': notes, 'rest': rest,
             'skipped': skipped, 'improvements': [f for f in rest if f['status'] == 'improvement'],
             'reach': reach_line(latest), 'reach_groups': group_reach(latest)}
+
+
+def merge_partitions(entries):
+    """One entry for the same change on several partitions of a system (one check's phase, or one
+    kind of group, `since` within a night): a Lustre upgrade that hit every file system is one
+    line, ``partitions`` naming them."""
+    out, index = [], {}
+    for a in entries:
+        if a['kind'] == 'failed':
+            out.append(a)
+            continue
+        key = (a['kind'], a.get('system'), a.get('environ'), a.get('check'), a.get('params'),
+               a.get('phase'), a.get('status'))
+        for b in index.get(key, []):
+            if _near(a.get('since'), b.get('since')):
+                b['partitions'].append(a['partition'])
+                break
+        else:
+            a = dict(a, partitions=[a.get('partition')])
+            index.setdefault(key, []).append(a)
+            out.append(a)
+    return out
+
+
+def _near(a, b):
+    """Are two nights ('YYYY-MM-DD', or both unknown) at most one night apart?"""
+    if not a or not b:
+        return a == b
+    import datetime
+    try:
+        return abs((datetime.date.fromisoformat(a[:10]) -
+                    datetime.date.fromisoformat(b[:10])).days) <= 1
+    except ValueError:
+        return a == b
 
 
 def _in_group(f, g):

@@ -14,10 +14,10 @@ good night is the latest night before `since` on which those runs ran. ``why`` (
      "line": "changed since the last good night (2026-01-04): HDF5 1.10.8 → 1.12.3"}
 """
 from postprocess.common.findings import MANY, group_keys
-from postprocess.history.store import assign_sessions
+from postprocess.history.sessions import assign_sessions
 from postprocess.why import provenance
 
-FLAGGED = ('regression', 'improvement', 'unconfirmed')
+FLAGGED = ('regression', 'improvement', 'degraded')
 SYSTEM = '*'
 
 
@@ -104,22 +104,13 @@ def add_why(findings, runs):
 
 def add_why_from_args(findings, args, history):
     """detect's hook: run records (with provenance) of the nights each flagged finding needs --
-    its last good night (from ``history``, the columnar table detect judged) and `since` ..
-    its night -> ``why``. Only those nights' perflog lines are parsed (why/state.py); with --db,
-    every run the arguments select."""
+    its last good night (from ``history``, the table detect judged) and `since` .. its night ->
+    ``why``. Only those nights' runs are made records (history/store.py runs_of_nights)."""
     flagged = [f for f in findings if f.get('status') in FLAGGED]
     if not flagged:
         return findings
-    from postprocess.history import inputs
-    if getattr(args, 'db', None):
-        held = len(inputs.PENDING)          # the history's warnings were given once already
-        runs = inputs.load_runs(args)
-        del inputs.PENDING[held:]
-    else:
-        from postprocess.why.state import runs_of_nights
-        runs = runs_of_nights(args.perflogs, needed_nights(flagged, history), args.system,
-                              getattr(args, 'this_run', None))
-    return add_why(findings, runs)
+    from postprocess.history.store import runs_of_nights
+    return add_why(findings, runs_of_nights(history, needed_nights(flagged, history)))
 
 
 def needed_nights(flagged, history):

@@ -1,54 +1,41 @@
 """Site notes (``ci/nightly.sh --note``) by night, for markers on the history plots.
 
-A note rides in every perflog line of its run (``iob_provenance.machine.note``,
-reframe_checks/iobench_lib/machine.py). The columnar history does not keep provenance, so the
-perflogs are scanned here: a file without the bytes ``"note":`` is skipped unread; only files
-that hold a note are parsed.
+A note rides in every run's provenance (``iob_provenance.machine.note``,
+reframe_checks/iobench_lib/machine.py), which the results store keeps as its ``note`` column: one
+query of the rows the history was selected from.
 """
 import bisect
 
-from postprocess.history.perflog import Diagnostics, line_filter, read_perflog, walk_perflogs
-
-MARK = b'"note":'
+from postprocess.history import engine, sessions
 
 
-def _has_note(path):
-    with open(path, 'rb') as fp:
-        tail = b''
-        while True:
-            chunk = fp.read(1 << 20)
-            if not chunk:
-                return False
-            if MARK in tail + chunk:
-                return True
-            tail = chunk[-len(MARK):]
-
-
-def note_runs(roots, system=None, this_run=None):
-    """[(system, partition, completion time, note)] of the runs that recorded a note."""
-    out, diag = [], Diagnostics()
-    for path, ranges in walk_perflogs(roots, diag, this_run):
-        try:
-            if not _has_note(path):
-                continue
-        except OSError:
-            continue
-        for r in read_perflog(path, diag, keep=line_filter(path, ranges)):
-            prov = r.get('provenance')
-            machine = prov.get('machine') if isinstance(prov, dict) else None
-            note = machine.get('note') if isinstance(machine, dict) else None
-            if note and (system is None or r['system'] == system):
-                out.append((r['system'], r['partition'], r['time'], str(note)))
-    return out
+def note_runs(rows):
+    """[(system, partition, completion time, note)] of the runs that recorded a note, from store
+    rows (a table of the engine)."""
+    got = engine.connect().execute(
+        f'SELECT system, partition, epoch(any_value(time)), any_value(utc_offset), '
+        f'any_value(note) FROM {rows} WHERE note IS NOT NULL AND note <> \'\' '
+        f'GROUP BY testcase, system, partition ORDER BY 3').fetchall()
+    return [(system, partition, sessions.aware(t, tz), str(note))
+            for system, partition, t, tz, note in got]
 
 
 def by_night(history, runs):
     """{(system, partition): {night: 'note; other note'}}: each note on the night of the history
     session its run belongs to (the latest session of its partition started before it)."""
     starts = {}
-    for s in history.sessions:
-        where = s['id'].rsplit('@', 1)[0]
-        starts.setdefault(where, []).append((s['start'], s['night']))
+    run_key, run_sess = history.run_key, getattr(history.runs, 'session_of_run', None)
+    if run_sess is None:
+        ids = {s['id']: i for i, s in enumerate(history.sessions)}
+        run_sess = [ids.get(r['session']) for r in history.runs]
+    seen = set()
+    for kid, sid in zip(run_key, run_sess):
+        key = history.keys[kid]
+        if sid is None or (key[:2], sid) in seen:
+            continue
+        seen.add((key[:2], sid))
+        s = history.sessions[sid]
+        starts.setdefault(f'{key[0]}:{key[1]}', []).append((s['start'], s['night']))
     for lst in starts.values():
         lst.sort(key=lambda x: x[0])
     out = {}
@@ -69,8 +56,6 @@ def by_night(history, runs):
 
 
 def for_args(args, history):
-    """The history arguments' notes by night ({} with --db only)."""
-    if not getattr(args, 'perflogs', None):
-        return {}
-    return by_night(history, note_runs(args.perflogs, args.system,
-                                       getattr(args, 'this_run', None)))
+    """The notes of the history's runs by night."""
+    rows = getattr(history, 'rows_table', None)
+    return by_night(history, note_runs(rows)) if rows else {}

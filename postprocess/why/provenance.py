@@ -95,8 +95,10 @@ def notes(provs):
 
 def state(provs):
     """What the machine was doing over these runs: {'load': median 1-min load, 'used': fullest
-    df %, 'lfs_used': ..., 'other_jobs': max} (keys only when recorded)."""
-    loads, used, lfs, jobs = [], [], [], []
+    df %, 'lfs_used': ..., 'other_jobs': max, 'fs': {name: median}} (keys only when recorded;
+    ``fs``: the file system's own telemetry of that moment, ``machine.fs_telemetry``, where a
+    site's collector records it: server load, fullness, its share of the traffic)."""
+    loads, used, lfs, jobs, fs = [], [], [], [], {}
     for p in provs:
         m = (p or {}).get('machine') if isinstance(p, dict) else None
         if not isinstance(m, dict):
@@ -111,6 +113,9 @@ def state(provs):
             lfs.append(int(str(lfs_used).rstrip('%')))
         if isinstance(m.get('other_jobs'), int):
             jobs.append(m['other_jobs'])
+        for name, value in (m.get('fs_telemetry') or {}).items():
+            if isinstance(value, (int, float)):
+                fs.setdefault(name, []).append(float(value))
     out = {}
     if loads:
         out['load'] = round(statistics.median(loads), 2)
@@ -120,6 +125,8 @@ def state(provs):
         out['lfs_used'] = max(lfs)
     if jobs:
         out['other_jobs'] = max(jobs)
+    if fs:
+        out['fs'] = {name: round(statistics.median(v), 3) for name, v in sorted(fs.items())}
     return out
 
 
@@ -135,4 +142,8 @@ def state_text(before, after):
             old = before.get(key, '?')
             new = after.get(key, '?')
             parts.append(f'{label} {old}{unit}' if old == new else f'{label} {old} → {new}{unit}')
+    fs_before, fs_after = before.get('fs') or {}, after.get('fs') or {}
+    for name in sorted(set(fs_before) | set(fs_after)):     # the file system's own telemetry
+        old, new = fs_before.get(name, '?'), fs_after.get(name, '?')
+        parts.append(f'{name} {old}' if old == new else f'{name} {old} → {new}')
     return ', '.join(parts)

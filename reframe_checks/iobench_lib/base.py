@@ -15,7 +15,8 @@ The base class then
   and from that listing (nothing left in the run dir, whatever the rank count);
 - reports write/read bandwidth (median MiB/s), access-only bandwidth, open and close times (s);
 - fills iob_params / iob_reps / iob_provenance for the perflog (docs/CONTRACT.md section 3);
-- takes references from configs/references/<system>.yaml via ReFrame's {'$ref': ..} (references.py).
+- takes references from configs/references/<system>.yaml via ReFrame's {'$ref': ..}
+  (postprocess/references/reference_file.py).
 
 Mixin hook points (darshan.py, lustre.py, machine.py): <ext>_skip_reason at setup, <ext>_prepare and
 <ext>_iobench_args before run, <ext>_sanity at sanity, <ext>_perf_values at performance,
@@ -33,7 +34,9 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import PerformanceError, ReframeError, SanityError
 
-from . import processes, references, results, scaling, scratch
+from postprocess.references import reference_file
+
+from . import processes, results, scaling, scratch
 from .build import IOBenchBuild
 from .darshan import DarshanCapture
 from .lustre import LustreStripe, stripe_menu
@@ -172,8 +175,8 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
         if self.reference_file is None and not os.path.exists(path):
             return   # no reference file for this system: record figures, assert nothing
         try:
-            data = references.load(path)
-        except references.ReferenceFileError as err:
+            data = reference_file.load(path)
+        except reference_file.ReferenceFileError as err:
             raise ReframeError(str(err)) from None
         self._iob_refs = (path, data)
         self.reference = {'$ref': os.path.abspath(path)}
@@ -310,7 +313,7 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
         # ReFrame's own require_reference wants an entry for every performance variable; ours
         # wants one entry per measurement series and asserts the variables that entry lists.
         path, data = self._iob_refs
-        if references.require_reference(data) and references.lookup(
+        if reference_file.require_reference(data) and reference_file.lookup(
                 data, type(self).__name__, self._index_value) is None:
             raise PerformanceError(f'{path}: no reference entry for {type(self).__name__} '
                                    f'{self.current_partition.fullname} {self.iob_params} '

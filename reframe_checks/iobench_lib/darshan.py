@@ -20,16 +20,10 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import variable
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if _REPO not in sys.path:
-    # append, never insert: ReFrame pops the check directory it appended by index after loading
-    sys.path.append(_REPO)
 
 LOG_NAME = 'iobench.darshan'
 

@@ -3,7 +3,7 @@
 Why: a metadata rate belongs to the process as much as to the metadata service. On this machine
 MDEmptyFiles' create rate moved 9-11 % (sd) from one iobench process to the next, its open+close
 rate 11-17 %, while the rounds they ran in moved 2-3 % and 0-2 % (8 rounds x 4 processes, each in
-its own new directory: bench/process_wander.py, docs/reach.md); the repetitions inside one
+its own new directory); the repetitions inside one
 process share its luck (its directory's placement, its ranks' cores). A night's rate read from one
 process wanders as much as that, and no test can see a 20 % slower metadata service through it.
 So such a check runs ``processes`` launches, each in its own run directory (a sibling of the first,

@@ -1,6 +1,6 @@
 """Rank scaling: the rank counts a partition sweeps, from its extras 'rank_counts'.
 
-    'rank_counts': [1, 2]                 # configs/systems/_detect.py: `local`, `local-slurm`
+    'rank_counts': [1, 2]                 # iobench_lib/installed.py: `local`, `local-slurm`
     'rank_counts': [128, 256, 512, 1024]  # archer2: 1, 2, 4, 8 nodes of 128 cores
 
 Parameter values are fixed when a check class is defined, so `rank_menu()` reads the lists of the

@@ -1,15 +1,11 @@
 """Test-only check (not part of the suite): a measurement over 3 iobench processes whose third
 result document is lost after the run, as a process killed before writing it would lose it.
 Used by tests/test_processes.py; run with `-c tests/reframe_checks/lost_process.py`."""
-import os
-import sys
-
 import reframe as rfm
 from reframe.core.builtins import parameter, run_before
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'reframe_checks'))
-from iobench_lib import processes  # noqa: E402
-from iobench_lib.base import IOBenchBase  # noqa: E402
+from iobench_lib import processes
+from iobench_lib.base import IOBenchBase
 
 
 @rfm.simple_test

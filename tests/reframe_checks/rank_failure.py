@@ -5,15 +5,12 @@ for a moment and then kills it by its own PID: `kill -9` (the job must fail fast
 status) or `kill -STOP` (the other rank blocks in MPI; ReFrame's time limit must end the job).
 Used by tests/test_reframe.py; run with `-c tests/reframe_checks/rank_failure.py`.
 """
-import os
 import shlex
-import sys
 
 import reframe as rfm
 from reframe.core.builtins import parameter, run_before, variable
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'reframe_checks'))
-from iobench_lib.base import IOBenchBase  # noqa: E402
+from iobench_lib.base import IOBenchBase
 
 # $1 = signal, $2 = delay (s), rest = the iobench command line of this rank.
 _WRAPPER = r'''

@@ -3,14 +3,10 @@ data files' write calls move or report (tests/test_counted_bytes.py builds the s
 with `-S shim=PATH -S shim_mode=MODE`). The check itself is the suite's: its sanity must name the
 counted bytes that differ from what was asked. Run with `-c tests/reframe_checks/short_transfers.py`.
 """
-import os
-import sys
-
 import reframe as rfm
 from reframe.core.builtins import parameter, run_before, variable
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', 'reframe_checks'))
-from iobench_lib.base import IOBenchBase  # noqa: E402
+from iobench_lib.base import IOBenchBase
 
 
 @rfm.simple_test

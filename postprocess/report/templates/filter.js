@@ -7,7 +7,7 @@
   var shown = document.getElementById('shown');
   var groups = Array.prototype.slice.call(document.querySelectorAll('details.group'));
   var initiallyOpen = groups.map(function (g) { return g.open; });
-  var FLAGS = ['regression', 'improvement', 'unconfirmed'];
+  var FLAGS = ['regression', 'improvement', 'degraded', 'noisy'];
   function apply() {
     var words = box.value.toLowerCase().split(/\s+/).filter(Boolean);
     var active = words.length > 0 || flagged.checked;

@@ -1,7 +1,8 @@
 # Spack recipe for iobench, the MPI I/O benchmark of ioregress.
 #
-# There is no release tarball: every environment attaches the repository's src/ with
-# `spack develop` (see spack_env/systems/*/spack.yaml), so the version below is only a label.
+# There is no release tarball and no web page of its own: every environment builds the checkout's
+# src/ with `spack develop` (see spack_env/systems/*/spack.yaml), so the version below is only a
+# label, and the recipe names no homepage, url or maintainers (ioregress's README is the home).
 from spack_repo.builtin.build_systems.cmake import CMakePackage
 
 from spack.package import *
@@ -28,9 +29,7 @@ class Iobench(CMakePackage):
     ADIOS2 would be reused and fail at build time (HDF5) or at run time (no BP5 engine).
     """
 
-    homepage = "https://github.com/ioregress/ioregress"
-    license("BSD-3-Clause")
-    maintainers("ioregress")
+    license("BSD-3-Clause")  # the repository's LICENSE
 
     version("0.1.0")
 

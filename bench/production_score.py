@@ -1,0 +1,130 @@
+"""Scores of a verdict on a year of nights, per platform (a system's partition): the measures of
+issue 44, each defined here once.
+
+- judged nights: nights with a judged series of the platform;
+- red night: a `regression` finding of the platform that night; page: a red night for a change
+  that was not red the night before (a change: red findings whose `since` lie within 2 nights of
+  each other are one, as a group finding and its members are);
+- sustained degradation (the paper's regions: Lockwood et al., SC18): per series, a maximal run
+  of nights on which the centred 14-day moving average of its bandwidth is below the centred
+  49-day one, spanning at least 14 days, the mean bandwidth of its nights at least 15 % below the
+  49-day average over them; flagged when the series is shown `degraded` or red on one of its
+  first 7 measured nights (a series with fewer than 7 nights before it is not counted); chance:
+  the same number of flagged nights of the series placed at random among its judged nights
+  (and, `onset`, its flagged runs of nights placed at random);
+- step that lasts: the first night s of a series whose 7 nights from s hold at least 6 that are
+  30 % or more below the median of the 14 nights before s (s itself among them); caught when the
+  series is red on one of its first 3 measured nights from s.
+"""
+import numpy as np
+
+RED, FLAG = ('regression',), ('regression', 'degraded')
+
+
+def _days(labels):
+    return np.array(labels, dtype='datetime64[D]').astype(np.int64)
+
+
+def sma_regions(days, values, short=14, long=49, min_days=14, depth=0.15):
+    """[(first day, last day)] of a series' sustained degradations (module docstring)."""
+    v = np.exp(values)
+
+    def sma(width):
+        h = width / 2.0
+        return np.array([v[(days >= x - h) & (days < x + h)].mean() for x in days])
+    s, lo = sma(short), sma(long)
+    below = s < lo
+    out, i = [], 0
+    while i < len(days):
+        if not below[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(days) and below[j + 1]:
+            j += 1
+        if days[j] - days[i] + 1 >= min_days and 1 - v[i:j + 1].mean() / lo[i:j + 1].mean() >= depth:
+            out.append((days[i], days[j]))
+        i = j + 1
+    return out, below
+
+
+def steps(values, drop=0.30, after=7, before=14, need=6):
+    """Positions of a series' steps that last (module docstring)."""
+    out, last = [], -99
+    lim = np.log1p(-drop)
+    for i in range(before, len(values) - after + 1):
+        b = np.median(values[i - before:i])
+        nxt = values[i:i + after]
+        if values[i] - b < lim and (nxt - b < lim).sum() >= need:
+            if i - last > after:
+                out.append(i)
+            last = i
+    return out
+
+
+class Series:
+    """One series of a platform: its nights, levels and statuses, night by night."""
+
+    def __init__(self, key, nights, values):
+        self.key, self.nights, self.values = key, list(nights), np.asarray(values, float)
+        self.days = _days(self.nights)
+        self.status = {}            # night -> status
+        self.since = {}             # night -> since (red)
+
+    def judged(self):
+        return np.array([n in self.status for n in self.nights])
+
+    def flagged(self, which=FLAG):
+        return np.array([self.status.get(n) in which for n in self.nights])
+
+
+def _chance(flag, judged, window):
+    """Expected hits of a window of ``window`` judged nights by ``flag``'s nights placed at random
+    (nights) and by its runs placed at random (onsets)."""
+    n = max(int(judged.sum()), 1)
+    f = flag[judged]
+    p = f.sum() / n
+    runs = int(f[0]) + int((~f[:-1] & f[1:]).sum()) if f.size else 0
+    return 1 - (1 - p) ** window, 1 - (1 - window / n) ** runs
+
+
+def platform_scores(series, red_changes, group=True):
+    """Scores of one platform. ``series``: [Series]; ``red_changes``: {night: {since day}} of every
+    red finding of the platform (series and groups); ``group`` False: {night: {change id}}, each
+    change its own (a verdict that does not group its findings)."""
+    nights = sorted({n for s in series for n in s.status})
+    pages, prev = 0, set()
+    for night in nights:
+        cur = red_changes.get(night, set())
+        if (any(all(abs(c - q) > 2 for q in prev) for c in cur) if group else cur - prev):
+            pages += 1
+        prev = cur
+    red_nights = sum(1 for n in nights if red_changes.get(n))
+    flag_nights = len({n for s in series for n in s.nights if s.status.get(n) in FLAG})
+    out = dict(judged=len(nights), pages=pages, red=red_nights, flagged=flag_nights,
+               regions=0, caught=0, chance=0.0, chance_onset=0.0, delays=[], red_outside=0,
+               steps=0, steps_red=0)
+    for s in series:
+        judged, flag, red = s.judged(), s.flagged(), s.flagged(RED)
+        regions, below = sma_regions(s.days, s.values)
+        for a, b in regions:
+            first = np.flatnonzero(s.days >= a)[:7]
+            if np.flatnonzero(s.days < a).size < 7:
+                continue            # fewer than 7 nights before it: no verdict could judge it
+            out['regions'] += 1
+            hit = [i for i in first if flag[i]]
+            if hit:
+                out['caught'] += 1
+                out['delays'].append(int(s.days[hit[0]] - a))
+            p_night, p_onset = _chance(flag, judged, first.size)
+            out['chance'] += p_night
+            out['chance_onset'] += p_onset
+        out['red_outside'] += int((red & ~below).sum())
+        for i in steps(s.values):
+            out['steps'] += 1
+            out['steps_red'] += bool(red[i:i + 3].any())
+    return out
+
+
+def per30(x, judged):
+    return 30.0 * x / max(judged, 1)

@@ -1,0 +1,267 @@
+"""One level judged night by night: a function of its nightly levels, its acceptances and its
+nights' confirmation re-runs, nothing else (docs/verdicts.md).
+
+A level is one series (one check's phase on one partition) or a group's median fall
+(postprocess/detect/groups.py), as log bandwidth per measured night. For a night and a candidate
+first night ``s`` of a run, the *usual level* is the median of the ``window`` measured nights
+before ``s`` (after the latest acceptance in force), and the *lower-tail spread* the distance from
+it down to their 10th percentile over 1.28. Against them a night is
+
+- *low*: below the usual level by more than ``low_spread`` spreads and by ``min_effect``;
+- *far*: low, ``far_spread`` spreads down and below every one of the usual nights;
+
+both as Student's t with the usual nights' degrees of freedom (``spreads_for``).
+
+Tonight is then, in this order:
+
+- ``regression`` (a step, red): a run of low nights from ``s`` to tonight (never two normal
+  nights in a row inside it, tonight low) holding ``step_nights`` low nights, or a *confirmed*
+  night: far, its re-run low too, and fio not low that night. ``since`` = ``s``, the earliest
+  such run within ``horizon`` nights;
+- ``degraded``: ``degraded_nights`` low nights within ``degraded_within`` nights, tonight one;
+- ``noisy``: tonight low, nothing more;
+- ``improvement``: the same run rule upwards (the upper-tail spread), shown, never red;
+- ``ok``; ``insufficient history`` below ``min_nights`` usual nights.
+"""
+import collections
+import functools
+import math
+
+import numpy as np
+from scipy import special
+
+NORMAL_Q10 = 1.2816         # the 90th percentile of a standard normal: spread = (B - Q10) / this
+INSUFFICIENT = 'insufficient history'
+
+Judgement = collections.namedtuple(
+    'Judgement', 'status since change z far busy confirmation reach usual spread history')
+
+
+class Level:
+    """Nightly levels of one series or group: ``t`` night indices (increasing), ``y`` log levels;
+    ``rerun`` {position: log level of that night's confirmation re-run}; ``accepted``
+    [(since night index, first night index it applies to)]."""
+
+    def __init__(self, t, y, rerun=None, accepted=()):
+        self.t = np.asarray(t, dtype=np.int64)
+        self.y = np.asarray(y, dtype=np.float64)
+        self.rerun = dict(rerun or {})
+        self.accepted = sorted(accepted)
+        self._usual = {}            # (accepted position, settings) -> _Usual, built once
+
+    def __len__(self):
+        return len(self.y)
+
+
+class _Usual:
+    """Usual level, spreads and thresholds of every candidate run start s >= a, computed for a
+    start the first time a night asks (a nightly asks for its last ``horizon`` nights only)."""
+
+    def __init__(self, y, a, opt):
+        n = len(y)
+        self.y, self.a, self.opt = y, a, opt
+        self.B = np.full(n, np.nan)
+        self.lo_spread = np.full(n, np.nan)
+        self.hi_spread = np.full(n, np.nan)
+        self.low = np.full(n, np.nan)
+        self.high = np.full(n, np.nan)
+        self.far = np.full(n, np.nan)
+        self.nights = np.zeros(n, dtype=np.int64)
+        self.done = np.zeros(n, dtype=bool)
+
+    def need(self, lo, hi):
+        """Compute starts lo..hi (inclusive) not computed yet: those with ``window`` nights
+        before them at once (a nightly asks for ~60 starts of every level), the first few alone."""
+        opt, y, a = self.opt, self.y, self.a
+        w, least = opt['window'], opt['min_nights']
+        todo = np.arange(max(lo, a), hi + 1)
+        todo = todo[~self.done[todo]]
+        if not todo.size:
+            return
+        self.done[todo] = True
+        full = todo[todo - w >= a]
+        if full.size:
+            refs = np.lib.stride_tricks.sliding_window_view(y, w)[full - w]
+            self.nights[full] = w
+            if w >= least:
+                b = np.median(refs, axis=1)
+                q10, q90 = np.quantile(refs, (0.1, 0.9), axis=1)
+                self._set(full, b, q10, q90, refs.min(axis=1), w)
+        for s in todo[todo - w < a]:
+            ref = y[a:s]
+            self.nights[s] = ref.size
+            if ref.size >= least:
+                q10, q90 = np.quantile(ref, (0.1, 0.9))
+                self._set(s, np.median(ref), q10, q90, ref.min(), ref.size)
+
+    def _set(self, s, b, q10, q90, least_seen, nights):
+        opt = self.opt
+        floor = -math.log1p(-opt['min_effect'])
+        rise = math.log1p(opt['min_effect'])
+        lo_sp = np.maximum((b - q10) / NORMAL_Q10, opt['spread_floor'])
+        hi_sp = np.maximum((q90 - b) / NORMAL_Q10, opt['spread_floor'])
+        self.B[s], self.lo_spread[s], self.hi_spread[s] = b, lo_sp, hi_sp
+        low_z = spreads_for(opt['low_spread'], nights)
+        self.low[s] = b - np.maximum(floor, low_z * lo_sp)
+        self.high[s] = b + np.maximum(rise, low_z * hi_sp)
+        far_z = spreads_for(opt['far_spread'], nights)
+        self.far[s] = np.minimum(b - np.maximum(floor, far_z * lo_sp), least_seen)
+
+
+def trailing_medians(x, window):
+    """[median of the finite values of x[max(0, m - window):m]] for every m (NaN where none)."""
+    x = np.asarray(x, dtype=np.float64)
+    padded = np.concatenate([np.full(window, np.nan), x])
+    rows = np.lib.stride_tricks.sliding_window_view(padded, window)[:len(x)]
+    out = np.full(len(x), np.nan)
+    some = np.isfinite(rows).any(axis=1)
+    if some.any():
+        out[some] = np.nanmedian(rows[some], axis=1)
+    return out
+
+
+def lookback(opt):
+    """System nights a judgement may read back over (tonight included): three times what a
+    series measured every night needs, so that only a series measured on fewer than one night in
+    three is cut by it; the nightly reads exactly these nights, and a night judged again the same."""
+    return 3 * (opt['horizon'] + opt['window'] + 1)
+
+
+@functools.lru_cache(maxsize=None)
+def spreads_for(z, nights):
+    """The spreads a fall of ``z`` normal standard deviations is worth when the spread was read
+    from ``nights`` usual nights: Student's t with ``nights - 1`` degrees of freedom at the same
+    tail probability (five nights that agreed prove less than twenty-eight)."""
+    return float(-special.stdtrit(max(nights - 1, 1), special.ndtr(-z)))
+
+
+def _accepted_from(level, m, opt=None):
+    """The first position night m may read: after the acceptance in force (0 without one), and
+    within the lookback when the lookback binds (a sparse series)."""
+    since = None
+    for first_night, applies in level.accepted:
+        if applies <= level.t[m]:
+            since = first_night
+    a = 0 if since is None else int(np.searchsorted(level.t, since))
+    if opt is not None:
+        cut = int(np.searchsorted(level.t, level.t[m] - lookback(opt) + 1))
+        if cut > max(a, m - opt['horizon'] - opt['window']):
+            a = cut
+    return a
+
+
+def accepted_from_all(level, opt):
+    """``_accepted_from(level, m, opt)`` for every position m at once."""
+    t = level.t
+    a = np.zeros(len(t), dtype=np.int64)
+    for first_night, applies in level.accepted:         # sorted: the latest in force wins
+        a[t >= applies] = int(np.searchsorted(t, first_night))
+    cut = np.searchsorted(t, t - lookback(opt) + 1)
+    m = np.arange(len(t))
+    binds = cut > np.maximum(a, m - opt['horizon'] - opt['window'])
+    return np.where(binds, cut, a)
+
+
+def judge(level, opt, fio_low=frozenset(), positions=None):
+    """[Judgement] for each position in ``positions`` (default: every measured night).
+    ``fio_low``: night indices on which the partition's fio was low (the filesystem busy)."""
+    positions = range(len(level)) if positions is None else positions
+    settings = tuple(opt[k] for k in ('window', 'min_nights', 'spread_floor', 'min_effect',
+                                      'low_spread', 'far_spread'))
+    out = []
+    for m in positions:
+        a = _accepted_from(level, m, opt)
+        key = (a, settings)
+        if key not in level._usual:
+            level._usual[key] = _Usual(level.y, a, opt)
+        out.append(_judge_night(level, level._usual[key], a, m, opt, fio_low))
+    return out
+
+
+def _confirmed(level, u, thr_low, thr_far, fio_low):
+    """Did night u's re-run reproduce a far fall (and fio stay)?"""
+    r = level.rerun.get(u)
+    return (r is not None and level.y[u] < thr_far and r < thr_low
+            and int(level.t[u]) not in fio_low)
+
+
+def _run(y, s, m, thr):
+    """Low flags of nights s..m against ``thr``, or None when they are no run: s and m low, never
+    two normal nights in a row."""
+    low = y[s:m + 1] < thr
+    if not (low[0] and low[-1]) or np.any(~low[:-1] & ~low[1:]):
+        return None
+    return low
+
+
+def _judge_night(level, us, a, m, opt, fio_low):
+    y = level.y
+    us.need(max(a, m - opt['horizon']), m)
+    history = int(us.nights[m])
+    if np.isnan(us.B[m]):
+        return Judgement(INSUFFICIENT, None, None, None, False, False, None, None, None, None,
+                         history)
+    first = max(a, m - opt['horizon'])
+    busy = int(level.t[m]) in fio_low
+    # a step: the earliest run start whose run holds step_nights lows or a confirmed night
+    for s in range(first, m + 1):
+        if np.isnan(us.B[s]):
+            continue
+        low = _run(y, s, m, us.low[s])
+        if low is None:
+            continue
+        confirmed = any(_confirmed(level, s + i, us.low[s], us.far[s], fio_low)
+                        for i in np.flatnonzero(low))
+        if low.sum() >= opt['step_nights'] or confirmed:
+            change = float(np.median(y[s:m + 1][low])) - us.B[s]
+            return _verdict('regression', s, change, us, s, m, level, fio_low, busy, history, opt)
+    # degraded: degraded_nights low nights within degraded_within, tonight one of them
+    for s in range(max(a, m - opt['degraded_within'] + 1), m + 1):
+        if np.isnan(us.B[s]) or not (y[s] < us.low[s] and y[m] < us.low[s]):
+            continue
+        low = y[s:m + 1] < us.low[s]
+        if low.sum() >= opt['degraded_nights']:
+            change = float(np.median(y[s:m + 1][low])) - us.B[s]
+            return _verdict('degraded', s, change, us, s, m, level, fio_low, busy, history, opt)
+    if y[m] < us.low[m]:
+        return _verdict('noisy', None, y[m] - us.B[m], us, m, m, level, fio_low, busy, history,
+                        opt)
+    for s in range(first, m + 1):       # an improvement: the same run rule, upwards
+        if np.isnan(us.B[s]):
+            continue
+        high = _run(-y, s, m, -us.high[s])
+        if high is not None and high.sum() >= opt['step_nights']:
+            change = float(np.median(y[s:m + 1][high])) - us.B[s]
+            return _verdict('improvement', s, change, us, s, m, level, fio_low, busy, history,
+                            opt)
+    return _verdict('ok', None, y[m] - us.B[m], us, m, m, level, fio_low, busy, history, opt)
+
+
+def _verdict(status, s, change, us, ref, m, level, fio_low, busy, history, opt):
+    """A Judgement: ``ref`` the run start whose usual level the change is told against."""
+    spread = float(us.lo_spread[ref]) if change < 0 else float(us.hi_spread[ref])
+    far = bool(level.y[m] < us.far[ref])
+    confirmation = None
+    if m in level.rerun and far and status != 'improvement':
+        confirmation = ('confirmed' if _confirmed(level, m, us.low[ref], us.far[ref], fio_low)
+                        else 'filesystem busy' if busy else 'not reproduced')
+    return Judgement(status, s, float(change), float(change) / spread, far, busy, confirmation,
+                     _reach(level, us, m, opt), float(us.B[ref]), spread, history)
+
+
+def _reach(level, us, m, opt):
+    """The least fall (a relative change, e.g. -0.18) that would make tonight a step: against the
+    usual level of the run going on (tonight alone when none), its low threshold when tonight
+    would be the run's ``step_nights``-th low night, else its far threshold (a re-run must then
+    confirm it)."""
+    y = level.y
+    start, lows = m, 0
+    for s in range(max(0, m - opt['horizon']), m):
+        if np.isnan(us.B[s]):
+            continue
+        low = y[s:m] < us.low[s]
+        if low[0] and not np.any(~low[:-1] & ~low[1:]) and (low.size == 1 or low[-1] or low[-2]):
+            start, lows = s, int(low.sum())
+            break
+    thr = us.low[start] if lows + 1 >= opt['step_nights'] else us.far[start]
+    return math.expm1(float(thr - us.B[start]))

@@ -1,0 +1,87 @@
+"""``import``: the results store from a site's perflogs and ReFrame results DB; ``store-run``: a
+completed nightly's runs into the store (ci/nightly.sh, its last step). docs/operations.md."""
+import os
+import sys
+
+from postprocess.common.errors import UsageError
+from postprocess.history import engine, inputs, perflog, store
+
+
+def register(subparsers):
+    p = subparsers.add_parser('import', help="results store <- a site's perflogs and results DB "
+                                             '(run it again: what the same sources gave is replaced)')
+    inputs.add_history_args(p)
+    p.set_defaults(func=run_import)
+    r = subparsers.add_parser('store-run', help="a completed nightly's runs (RUN/report.json) "
+                                                'into the results store')
+    r.add_argument('--run', required=True, metavar='RUN_DIR', help='the nightly run directory')
+    r.add_argument('--store', required=True, metavar='DIR', help='the results store')
+    r.set_defaults(func=run_store_run)
+
+
+def default_store(args):
+    """<results>/store beside <results>/perflogs (or beside the DB)."""
+    first = args.perflogs[0] if args.perflogs else args.db
+    parent = os.path.dirname(os.path.abspath(first.rstrip('/')))
+    return os.path.join(parent, 'store')
+
+
+def run_import(args):
+    if not args.perflogs and not args.db:
+        raise UsageError('give --perflogs DIR and/or --db FILE')
+    target = args.store or default_store(args)
+    args.store = None                   # the store is the output here, not a source
+    args.this_run = None
+    inputs.check_args(args)
+    if os.path.exists(target) and not os.path.isdir(target):
+        raise UsageError(f"not a directory: --store '{target}'")
+    diag = perflog.Diagnostics()
+    rows = inputs.source_rows(args, diag, this_run=False)
+    con = engine.connect()
+    name = f'import-{store.source_id(*args.perflogs, *([args.db] if args.db else []))}'
+    where = inputs.row_filter(args)
+    # runs the store holds already (nightlies, other imports) are not added twice; this import's
+    # own earlier files are replaced whole, so what they hold is not "already there"
+    others = [p for p in store.files(target) if not os.path.basename(p).startswith(name)]
+    if others:
+        where += (f' AND NOT EXISTS (SELECT 1 FROM {store.scan_sql(others)} s WHERE '
+                  f's.system = e.system AND s.partition = e.partition AND s.environ = e.environ '
+                  f'AND s."check" = e."check" AND s.jobid = e.jobid AND '
+                  f'floor(epoch(s.time)) = floor(epoch(e.time)))')
+    select = f'SELECT * FROM {rows} e WHERE {where}'
+    nruns, nrows = con.execute(f'SELECT count(DISTINCT testcase), count(*) FROM ({select})').fetchone()
+    if not nrows:
+        raise UsageError(f"nothing to import from {', '.join(args.perflogs + ([args.db] if args.db else []))}"
+                         f" that '{target}' does not hold already")
+    written = store.write(select, target, name)
+    inputs._report(diag)
+    print(f'{nruns} runs, {nrows} rows -> {len(written)} files in {target}')
+    return 0
+
+
+def run_store_run(args):
+    if not os.path.isdir(args.run):
+        raise UsageError(f"no such run directory '{args.run}'")
+    if os.path.exists(args.store) and not os.path.isdir(args.store):
+        raise UsageError(f"not a directory: --store '{args.store}'")
+    from postprocess.history import parse, reports
+    report = os.path.join(args.run, 'report.json')
+    if not os.path.exists(report):
+        print(f"store-run: no '{report}': nothing stored", file=sys.stderr)
+        return 0
+    try:
+        cases = reports.read_report(report)
+    except ValueError as err:
+        raise UsageError(f"unreadable ReFrame report '{report}': {err}") from None
+    text = reports.text_table(cases)
+    runs, reps = parse.parse(text)
+    name = os.path.basename(os.path.normpath(args.run))
+    con = engine.connect()
+    select = f'SELECT * FROM ({store.rows_sql(runs, reps, name)}) ORDER BY time, seq, phase, rep'
+    nruns, nrows = con.execute(f'SELECT count(DISTINCT testcase), count(*) FROM ({select})').fetchone()
+    if not nrows:
+        print(f'store-run: no measurement in {report}: nothing stored', file=sys.stderr)
+        return 0
+    written = store.write(select, args.store, name)
+    print(f'{nruns} runs, {nrows} rows -> {", ".join(written)}')
+    return 0

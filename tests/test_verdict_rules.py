@@ -1,0 +1,147 @@
+"""The per-level rules of the verdict (postprocess/detect/rules.py) on levels built night by night:
+what each kind of night is called, and that a judgement is a function of its data."""
+import math
+
+import numpy as np
+import pytest
+
+from postprocess.detect import rules
+from postprocess.detect.options import DEFAULTS
+
+RNG = np.random.default_rng(7)
+
+
+def level(values, **kw):
+    return rules.Level(range(len(values)), np.log(values), **kw)
+
+
+def quiet(n, sd=0.03, start=1000.0):
+    """n nights of a quiet series (log-normal, sd in log units)."""
+    return list(start * np.exp(RNG.normal(0.0, sd, n)))
+
+
+def statuses(lv, opt=DEFAULTS, **kw):
+    return [j.status for j in rules.judge(lv, opt, **kw)]
+
+
+def test_a_young_series_is_insufficient_then_judged():
+    st = statuses(level(quiet(8)))
+    assert st[:DEFAULTS['min_nights']] == ['insufficient history'] * DEFAULTS['min_nights']
+    assert set(st[DEFAULTS['min_nights']:]) <= {'ok', 'improvement', 'noisy'}
+
+
+def test_one_low_night_is_noisy_two_are_degraded_three_a_step():
+    v = quiet(20) + [600.0, 600.0, 600.0, 600.0]
+    js = rules.judge(level(v), DEFAULTS)
+    assert [j.status for j in js[20:]] == ['noisy', 'degraded', 'regression', 'regression']
+    assert js[22].since == 20 and js[23].since == 20
+    assert js[22].change == pytest.approx(math.log(600.0) - js[22].usual, abs=1e-9)
+    assert js[23].change < -0.4
+
+
+def test_a_single_normal_night_does_not_end_a_run_but_two_do():
+    v = quiet(20) + [600.0, 1000.0, 600.0, 600.0]
+    assert statuses(level(v))[20:] == ['noisy', 'ok', 'degraded', 'regression']
+    v = quiet(20) + [600.0, 1000.0, 1000.0, 600.0, 600.0]
+    st = statuses(level(v))[20:]
+    assert st[3:] == ['degraded', 'degraded']   # a new run of two: no step, yet low nights
+
+
+def test_a_busy_history_asks_more_of_a_night():
+    """The same -30 % night is low against a quiet history, not against one with busy nights
+    (its lower tail is wide)."""
+    quiet_hist = quiet(28, sd=0.02)
+    busy_hist = [x * (0.4 if i % 5 == 0 else 1.0) for i, x in enumerate(quiet(28, sd=0.02))]
+    assert statuses(level(quiet_hist + [700.0]))[-1] == 'noisy'
+    assert statuses(level(busy_hist + [700.0]))[-1] == 'ok'
+
+
+def test_a_far_night_confirmed_by_its_rerun_is_a_step_unless_fio_fell():
+    v = quiet(20) + [500.0]
+    lv = level(v, rerun={20: math.log(520.0)})
+    j = rules.judge(lv, DEFAULTS)[20]
+    assert j.far and j.status == 'regression' and j.confirmation == 'confirmed' and j.since == 20
+    busy = rules.judge(level(v, rerun={20: math.log(520.0)}), DEFAULTS, fio_low={20})[20]
+    assert busy.status == 'noisy' and busy.busy and busy.confirmation == 'filesystem busy'
+    gone = rules.judge(level(v, rerun={20: math.log(990.0)}), DEFAULTS)[20]
+    assert gone.status == 'noisy' and gone.confirmation == 'not reproduced'
+
+
+def test_a_low_night_that_is_not_far_is_not_confirmed_by_a_rerun():
+    v = quiet(20, sd=0.01) + [925.0]          # low (3.45 floor spreads: -6.7 %), not far (-9 %)
+    lv = level(v, rerun={20: math.log(925.0)})
+    j = rules.judge(lv, DEFAULTS)[20]
+    assert j.status == 'noisy' and not j.far and j.confirmation is None
+
+
+def test_an_earlier_confirmed_night_keeps_the_step_red():
+    v = quiet(20) + [500.0, 600.0]
+    lv = level(v, rerun={20: math.log(510.0)})
+    js = rules.judge(lv, DEFAULTS)
+    assert js[20].status == js[21].status == 'regression' and js[21].since == 20
+
+
+def test_an_improvement_is_the_same_run_upwards():
+    v = quiet(20) + [1500.0] * 3
+    assert statuses(level(v))[20:] == ['ok', 'ok', 'improvement']
+
+
+def test_an_accepted_change_is_the_usual_level_from_its_first_night():
+    v = quiet(20) + [600.0] * 10
+    lv = level(v, accepted=[(20, 27)])
+    st = statuses(lv)
+    assert st[22:27] == ['regression'] * 5
+    assert set(st[27:]) <= {'insufficient history', 'ok'}   # judged on the accepted level
+
+
+def test_a_run_older_than_the_horizon_is_the_new_normal():
+    opt = dict(DEFAULTS, horizon=10, window=8)
+    v = quiet(20) + [600.0] * 30
+    st = statuses(level(v), opt)
+    assert st[25] == 'regression' and st[-1] == 'ok'
+
+
+def test_reach_is_the_far_threshold_until_a_run_needs_one_more_night():
+    v = quiet(20, sd=0.02)
+    lv = level(v + [600.0, 600.0, 1000.0])
+    js = rules.judge(lv, DEFAULTS)
+    far = js[20].reach
+    assert js[21].reach == pytest.approx(far)   # the run's second night: a re-run must confirm
+    assert far < js[22].reach < 0               # its third night: being low is enough
+    assert js[22].status == 'ok'
+
+
+def test_a_judgement_reads_only_its_lookback():
+    """Night m's judgement is the same with or without the nights before its lookback."""
+    v = quiet(400, sd=0.05)
+    v[300:305] = [600.0] * 5
+    full = rules.judge(level(v), DEFAULTS)
+    cut = rules.lookback(DEFAULTS)
+    for m in (330, 399):
+        part = rules.Level(range(m - cut + 1, m + 1), np.log(v[m - cut + 1:m + 1]))
+        again = rules.judge(part, DEFAULTS, positions=[cut - 1])[0]
+        j = full[m]
+        assert (again.status, again.change, again.reach) == (j.status, j.change, j.reach)
+
+
+def test_the_vectorised_helpers_agree_with_one_night_at_a_time():
+    """accepted_from_all and trailing_medians serve the groups and the nightly at scale: each must
+    give, night for night, what the one-night definitions give (acceptances, a sparse series)."""
+    import numpy as np
+    from postprocess.detect.options import DEFAULTS
+    from postprocess.detect.rules import (Level, _accepted_from, accepted_from_all,
+                                          trailing_medians)
+    rng = np.random.default_rng(7)
+    t = np.cumsum(rng.integers(1, 9, 400))             # gaps: the lookback binds on some nights
+    level = Level(t, rng.normal(size=t.size),
+                  accepted=[(int(t[50]), int(t[60])), (int(t[200]), int(t[210])),
+                            (int(t[120]), int(t[300]))])
+    assert accepted_from_all(level, DEFAULTS).tolist() == \
+        [_accepted_from(level, m, DEFAULTS) for m in range(t.size)]
+    x = rng.normal(size=50)
+    x[[3, 17, 18]] = np.nan
+    got = trailing_medians(x, 7)
+    for m in range(50):
+        before = x[max(0, m - 7):m]
+        before = before[np.isfinite(before)]
+        assert (np.isnan(got[m]) and not before.size) or got[m] == np.median(before)
