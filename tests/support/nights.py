@@ -44,8 +44,8 @@ FAULTS = {
     # create pays in kind, with dummy creates in its directory (tests/support/iofault.c pay_in_kind).
     'meta': {'IOFAULT_PHASE': 'meta', 'IOFAULT_FACTOR': '0.25', 'IOFAULT_MATCH': 'iobench_'},
     # every write and sync four times its time, paid in kind: a quarter of the write bandwidth,
-    # a fall no night of this machine makes by itself, far even for the 9.8 spreads of Student's t
-    # on 7 usual nights (tests/test_verdicts_e2e.py; half the bandwidth was not, under load)
+    # a fall no night of this machine makes by itself, far even for the 17 spreads Student's t asks
+    # on 5 usual nights of the stack (tests/test_verdicts_e2e.py; half the bandwidth was not, loaded)
     'write-quarter': {'IOFAULT_PHASE': 'write', 'IOFAULT_FACTOR': '3.0'},
 }
 
