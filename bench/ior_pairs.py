@@ -170,18 +170,8 @@ TOLERANCE = 0.05  # the ±5 % of issue 19
 CI_LEVEL = 0.90
 
 
-def median_ci(ratios, level=CI_LEVEL):
-    """Distribution-free CI of the median per-pair ratio: order statistics x(k)..x(n+1-k), k the
-    largest with P(Binom(n, 1/2) < k) <= (1 - level) / 2; returns (lo, hi, exact coverage) or None
-    when n is too small for that level (n >= 5 at 90 %)."""
-    from scipy.stats import binom
-    x, n = sorted(ratios), len(ratios)
-    k = 0
-    while k + 1 <= n // 2 and binom.cdf(k, n, 0.5) <= (1 - level) / 2:
-        k += 1
-    if k == 0:
-        return None
-    return x[k - 1], x[n - k], 1 - 2 * binom.cdf(k - 1, n, 0.5)
+# the distribution-free interval of the median per-pair ratio, shared with `postprocess gate`
+from postprocess.gate.pairs import median_ci  # noqa: E402
 
 
 def judge_ratio(ratios):

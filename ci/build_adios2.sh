@@ -9,7 +9,7 @@ set -euo pipefail
 # PyPI carries the full C++ source as an sdist; its version has a packaging suffix (2.11.0.0 is
 # the 2.11.0 release; beware 2.10.2.100774, which is a 2.11.0 snapshot despite its name).
 PYPI_VERSION="${ADIOS2_PYPI_VERSION:-2.11.0.0}"
-VERSION="${PYPI_VERSION%.*}"                     # 2.11.0
+VERSION="$(cut -d. -f1-3 <<<"$PYPI_VERSION")"     # 2.11.0 (2.10.1 stays 2.10.1)
 CACHE="${IOREGRESS_CACHE:-$HOME/.cache/ioregress}"
 PREFIX="$CACHE/adios2-$VERSION"
 STAMP="$PREFIX/.ioregress-complete"

@@ -24,6 +24,7 @@ SUBCOMMANDS = [
     'postprocess.notify.cli:register',      # notify
     'postprocess.accept.cli:register',      # accept (--list, --undo)
     'postprocess.compare.cli:register',     # compare
+    'postprocess.gate.cli:register',        # gate
 ]
 
 

@@ -240,6 +240,14 @@ def test_provenance_summary_of_real_spack_output():
         'mpi': 'openmpi@4.1.4 /d2lqwco external:/usr',
         'hdf5': 'hdf5@1.10.8 /7wwpnte external:/usr/lib/x86_64-linux-gnu/hdf5/openmpi'}
     assert '|' not in json.dumps(prov)          # goes into a |-separated perflog line
+    assert prov['arch'] == 'linux-debian12-x86_64_v4'
+    # a target Spack resolved to the host's microarchitecture comes as a dict (Spack 1.1.0 on a
+    # zen2 host): its name
+    for node in nodes:
+        if isinstance(node.get('arch', {}).get('target'), str):
+            node['arch']['target'] = {'name': 'zen2', 'vendor': 'AuthenticAMD',
+                                      'features': ['avx2'], 'generation': 0, 'parents': ['zen']}
+    assert spack_build.summarize(nodes)['arch'] == 'linux-debian12-zen2'
     with pytest.raises(ValueError, match='expected one iobench'):
         spack_build.summarize([n for n in nodes if n['name'] != 'iobench'])
 

@@ -5,7 +5,9 @@ Its hostname pattern matches every host, so configs/settings.py puts it last. Li
 is loaded; `local` never has +lustre. Environment variables that steer detection:
 IOREGRESS_ADIOS2_DIR, SIONLIB_ROOT, IOREGRESS_DARSHAN_LIB, IOREGRESS_SCRATCH, IOREGRESS_BUILD.
 """
-from iobench_lib import installed
+from iobench_lib import gate_stacks, installed
+
+_mpi_gnu = installed.mpi_gnu_environment('local')
 
 
 site_configuration = {
@@ -36,5 +38,7 @@ site_configuration = {
             ],
         }
     ],
-    'environments': [installed.mpi_gnu_environment('local')],
+    # the stacks `postprocess gate` compares (iobench_lib/gate_stacks.py); in no partition's
+    # environs, so the nightly runs mpi-gnu only
+    'environments': [_mpi_gnu] + gate_stacks.local_stacks(_mpi_gnu),
 }

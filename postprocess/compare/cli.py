@@ -7,8 +7,11 @@ The median level of each series' ``--after`` nights is judged against its ``--be
 the verdict judges a night against its usual level (``postprocess.detect.suite.compare_sides``):
 a regression when it is low, below the before nights' median by more than 3 lower-tail spreads
 and 5 %. The ``before`` side needs at least ``min_nights`` (5) nights, else the series is
-``insufficient history``. Exit 3 when a regression is found (each is named), 0 otherwise, 2 bad
-usage.
+``insufficient history``. Exit 3 when a regression is found (each is named); 4 when it cannot
+tell: a series without enough history on the before side, no series at all, or before and after
+in one session (runs less than 3 h apart merge); 0 only when every series was judged and none
+regressed; 2 bad usage. For before and after in one maintenance window, ``gate`` runs both
+stacks side by side instead (docs/gate.md).
 """
 import json
 import sys
@@ -18,11 +21,18 @@ from postprocess.common.errors import UsageError
 from postprocess.history import inputs
 
 AFTER = '~after'
+#: statuses that are no judgement: the series is not told apart from its history
+NOT_JUDGED = ('insufficient history',)
+
+
+class CannotTell(Exception):
+    """The history cannot separate the two sides: one line, exit 4 (never a silent pass)."""
 
 
 def register(subparsers):
     p = subparsers.add_parser('compare', help='judge every series of --after sessions against '
-                                              '--before sessions (exit 3 on a regression)')
+                                              '--before sessions (exit 3 on a regression, 4 '
+                                              'when it cannot tell)')
     inputs.add_history_args(p)
     p.add_argument('--before', required=True, metavar='SEL',
                    help='FROM..TO nights, one night, note:TEXT or session:TEXT')
@@ -45,8 +55,9 @@ def judge(runs, before_sel, after_sel):
         raise UsageError(f"--after '{after_sel}' selects no session")
     both = set(before) & set(after)
     if both:
-        raise UsageError(f"--before and --after share {len(both)} session(s), e.g. "
-                         f"'{sorted(both)[0]}'")
+        raise CannotTell(f"--before and --after share {len(both)} session(s), e.g. "
+                         f"'{sorted(both)[0]}' (runs less than 3 h apart are one session; "
+                         f"for an A/B in one window use `gate`)")
     nights = sorted(set(before.values()))
     labels = _after_labels(nights, sorted(set(after.values())))
     history = History([r for r in runs if r['session'] in before or r['session'] in after])
@@ -96,10 +107,19 @@ def _fmt(v, spec):
 
 def run(args):
     runs = inputs.load_runs(args)
-    findings, nights, after = judge(list(runs), args.before, args.after)
+    try:
+        findings, nights, after = judge(list(runs), args.before, args.after)
+    except CannotTell as err:
+        print(f'python -m postprocess compare: cannot tell: {err}', file=sys.stderr)
+        if args.json:
+            atomic.write_text(args.json, json.dumps(
+                {'schema': 'ioregress-compare/1', 'before': args.before, 'after': args.after,
+                 'status': 'cannot tell', 'exit': 4, 'reason': str(err)}, indent=1) + '\n')
+        return 4
     findings.sort(key=lambda f: (f['status'] != 'regression', f.get('scope') != 'system',
                                  f['check'], f['params'], f['phase']))
     regressions = [f for f in findings if f['status'] == 'regression']
+    unjudged = [f for f in findings if f['status'] in NOT_JUDGED]
     print(f'compare: before {args.before} ({len(nights)} nights: {nights[0]}..{nights[-1]}), '
           f'after {args.after} ({len(after)} session(s))')
     print(f'{"status":21s} {"change":>8s} {"before":>10s} {"after":>10s} {"p":>8s}  series phase')
@@ -112,12 +132,17 @@ def run(args):
         what = '; '.join(f['changed']) or 'nothing recorded differs'
         print(f'REGRESSION {_row(f)} {f["phase"]}: {_fmt(f.get("change"), "+.1%")} after '
               f'{args.after} vs {args.before}; changed: {what}', file=sys.stderr)
+    for f in unjudged:
+        print(f'CANNOT TELL {_row(f)} {f["phase"]}: {f["status"]}', file=sys.stderr)
+    status = 'regression' if regressions else 'cannot tell' if unjudged or not findings else 'ok'
     doc = {'schema': 'ioregress-compare/1', 'before': args.before, 'after': args.after,
            'before_nights': nights, 'after_sessions': after,
-           'status': 'regression' if regressions else 'ok', 'exit': 3 if regressions else 0,
+           'status': status, 'exit': {'regression': 3, 'cannot tell': 4, 'ok': 0}[status],
            'regressions': [_row(f) + ' ' + f['phase'] for f in regressions],
+           'cannot_tell': [_row(f) + ' ' + f['phase'] for f in unjudged],
            'series': [dict(f, series=_row(f), night='after') for f in findings]}
     if args.json:
         atomic.write_text(args.json, json.dumps(doc, indent=1, default=str) + '\n')
-    print(f'{len(findings)} series judged, {len(regressions)} regression(s)')
+    print(f'{len(findings)} series, {len(regressions)} regression(s), {len(unjudged)} not '
+          f'judged (too little history): {status}')
     return doc['exit']

@@ -201,7 +201,10 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
                 '--repeat', str(self.repeat), '--verify', '--json', 'result.json']
         if self.keep_data:
             opts.append('--keep')
-        for key, val in sorted(self.hints.items()):
+        # the environment's MPI-IO hints (extras 'mpiio_hints': a stack's default hints,
+        # docs/gate.md), then the check's own, which win
+        hints = {**(self.current_environ.extras.get('mpiio_hints') or {}), **self.hints}
+        for key, val in sorted(hints.items()):
             opts += ['--hint', f'{key}={val}']
         params = dict(self.params)
         if 'gpfs' in self.current_partition.features:   # docs/site.md: a cache posix_fadvise cannot drop

@@ -8,7 +8,7 @@ the repository's src/ through the environment's ``develop:`` entry. The tests th
 installed iobench by absolute path: Spack RPATHs its libraries, so the run jobs need neither
 Spack nor ``spack load``. Systems that never set 'spack' never import Spack.
 
-Partition extras read here:
+Partition extras read here (an environment's extras override them):
   spack_env    environment directory (absolute, or relative to the repository root);
   spack_setup  shell commands that put `spack` on PATH (e.g. ['module load spack']);
   build_jobs   `spack install -j` (default 2).
@@ -70,7 +70,8 @@ def lock_dev_path(env):
 
 def configure(test):
     """Turn the IOBenchBuild fixture into a `spack -e <env> install` of the environment."""
-    extras = test.current_partition.extras
+    # an environment's own spack_env (a stack of `postprocess gate`, docs/gate.md) wins
+    extras = {**test.current_partition.extras, **test.current_environ.extras}
     env = env_dir(test.current_system.name, extras)
     q = shlex.quote(env)
     test.build_system = 'Spack'
@@ -107,6 +108,12 @@ def _variants(node):
     return ''.join(('+' if v else '~') + k for k, v in sorted(params.items()) if isinstance(v, bool))
 
 
+def _arch_part(value):
+    """A field of a spec's arch: a string, or (a target Spack resolved to a microarchitecture,
+    e.g. zen2) a dict with its name, features and parents."""
+    return value.get('name', '?') if isinstance(value, dict) else str(value)
+
+
 def summarize(nodes):
     """Compact provenance from `spack find --deps --json iobench`: iobench's spec and the I/O
     libraries (MPI, HDF5, ADIOS2, SIONlib) it links, each with version, hash and external prefix."""
@@ -127,8 +134,8 @@ def summarize(nodes):
     return {
         'iobench': f'iobench@{root["version"]}{_variants(root)} /{root["hash"][:7]}',
         'dev_path': root.get('parameters', {}).get('dev_path'),
-        'arch': '-'.join(root.get('arch', {}).get(k, '?') for k in ('platform', 'platform_os',
-                                                                       'target')),
+        'arch': '-'.join(_arch_part(root.get('arch', {}).get(k, '?'))
+                         for k in ('platform', 'platform_os', 'target')),
         'deps': deps,
     }
 

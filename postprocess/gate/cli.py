@@ -1,0 +1,150 @@
+"""``gate``: is stack B slower than stack A? Both run side by side now, judged on pairs.
+
+    python -m postprocess gate --a ENV --b ENV [--system S] [--name REGEX]... [--tag TAG]...
+        [--pairs N] [--tolerance F] [--level F] [--bisect [--max-parts N]] [--out DIR]
+        [-- REFRAME_ARGS...]
+
+Unlike ``compare`` (sessions against nights of history), nothing from the history is needed:
+the checks run under A and B interleaved in this session (runs.py), each check and phase is
+judged on its B/A pair ratios (pairs.py), and with --bisect the parts that differ are tried one
+at a time (bisect.py). Writes <out>/gate.json and <out>/index.html, prints the summary.
+Exit status: 0 every check and phase same or faster; 3 one is slower; 4 one cannot be told
+(too few pairs, too much spread, not run on one side); 1 a check failed or a run could not be
+made; 2 bad usage. Never 0 when something could not be judged.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+
+from postprocess.common import atomic
+from postprocess.common.errors import UsageError
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def register(subparsers):
+    p = subparsers.add_parser('gate', help='run checks under stacks A and B side by side and '
+                                           'judge B on pairs (exit 3 slower, 4 cannot tell)')
+    p.add_argument('--a', required=True, metavar='ENV', help='ReFrame environment of stack A '
+                   '(the one trusted, e.g. before the upgrade)')
+    p.add_argument('--b', required=True, metavar='ENV', help='ReFrame environment of stack B')
+    p.add_argument('--system', help='ReFrame system[:partition] (default: picked by hostname)')
+    p.add_argument('--name', action='append', default=[], metavar='REGEX',
+                   help='checks to run (ReFrame -n, repeatable)')
+    p.add_argument('--tag', action='append', default=[], help='ReFrame -t (default quick when '
+                                                              'no --name or --tag is given)')
+    p.add_argument('--checks', action='append', metavar='PATH',
+                   help='ReFrame -c (default: the repository\'s reframe_checks)')
+    p.add_argument('--config', help='ReFrame configuration (default: $IOREGRESS_CONFIG or '
+                                    'configs/settings.py)')
+    p.add_argument('--pairs', type=_count, default=8, help='pairs per stack (default 8)')
+    p.add_argument('--tolerance', type=_fraction, default=0.05,
+                   help='same = the whole interval within 1 +- this (default 0.05)')
+    p.add_argument('--level', type=_fraction, default=0.90,
+                   help='confidence of the intervals (default 0.90)')
+    p.add_argument('--bisect', action='store_true',
+                   help='when B is slower, name the part(s) of the stack that carry it')
+    p.add_argument('--max-parts', type=_count, default=8,
+                   help='refuse to bisect more parts than this (default 8)')
+    p.add_argument('--out', help='output directory (default results/gates/<UTC time>)')
+    p.add_argument('--reframe', default=os.environ.get('REFRAME', 'reframe'))
+    p.add_argument('reframe_args', nargs='*', metavar='-- REFRAME_ARGS',
+                   help='passed to every ReFrame run (e.g. -S repeat=3)')
+    p.set_defaults(func=run)
+
+
+def _count(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more '{text}'")
+    return value
+
+
+def _fraction(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number '{text}'") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must lie between 0 and 1 '{text}'")
+    return value
+
+
+def _out_dir(args):
+    out = args.out or os.path.join(
+        REPO, 'results', 'gates', f'{datetime.datetime.now(datetime.timezone.utc):%Y%m%dT%H%M%SZ}')
+    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        raise UsageError(f"--out exists and is not an empty directory '{out}'")
+    os.makedirs(out, exist_ok=True)
+    return os.path.abspath(out)
+
+
+def run(args):
+    from postprocess.gate import bisect, judge, page, stacks, summary
+    from postprocess.gate.runs import GateError, Session
+    if args.level <= 0.5:
+        raise UsageError(f"--level must be above 0.5 '{args.level}'")
+    config = args.config or os.environ.get('IOREGRESS_CONFIG') or \
+        os.path.join(REPO, 'configs', 'settings.py')
+    if not os.path.isfile(config):
+        raise UsageError(f"no ReFrame configuration file '{config}'")
+    system = args.system or stacks.system_name(args.reframe, config)
+    envs = stacks.resolve(args.reframe, config, system)
+    a, b = stacks.stack(envs, args.a, '--a'), stacks.stack(envs, args.b, '--b')
+    parts = bisect.parts_of(a, b, args.max_parts) if args.bisect else None
+    select = [x for n in args.name for x in ('-n', n)] + [x for t in args.tag for x in ('-t', t)]
+    select = select or ['-t', 'quick']
+    out = _out_dir(args)
+    checks = [os.path.abspath(c) for c in (args.checks or [os.path.join(REPO, 'reframe_checks')])]
+    session = Session(out, config, system, checks, select, args.reframe_args, args.reframe)
+    doc = {'schema': 'ioregress-gate/1', 'system': system, 'config': os.path.abspath(config),
+           'a': {'name': args.a, 'environment': a}, 'b': {'name': args.b, 'environment': b},
+           'pairs': args.pairs, 'tolerance': args.tolerance, 'level': args.level,
+           'select': select, 'reframe_args': args.reframe_args,
+           'command': ' '.join(map(shlex.quote, ['python3', '-m', 'postprocess'] + sys.argv[1:])),
+           'host': platform.node(), 'started': _now()}
+    try:
+        session.add([args.a, args.b])
+        if not session.selected(args.a):
+            shutil.rmtree(out)          # bad usage leaves nothing behind
+            raise UsageError(f"{' '.join(select)} under '{args.a}' selects no check (reframe -l "
+                             f"with the same options lists what there is)")
+        session.warm(args.a, (a.get('extras') or {}).get('gate_setup', []))
+        session.warm(args.b, (b.get('extras') or {}).get('gate_setup', []))
+        got = session.blocks([args.a, args.b], args.pairs)
+        doc['results'] = judge.arm(got[0], got[1], args.tolerance, args.level)
+        slower = {(r['check'], r['phase']) for r in doc['results'] if r['status'] == 'slower'}
+        if args.bisect and slower:
+            hashes = {c: f['hash'] for rec in session.slots for c, f in rec['checks'].items()}
+            doc['bisect'] = bisect.run(session, (args.a, args.b), a, b, doc['results'], hashes,
+                                       args, parts)
+            doc['bisect']['shares'] = bisect.shares(doc['bisect'], doc['results'])
+        elif args.bisect:
+            doc['bisect'] = {'note': 'nothing slower: no bisection', 'stages': [], 'named': [],
+                             'parts': [p.to_json() for p in parts]}
+    except GateError as err:
+        doc.update(results=doc.get('results', []), error=str(err))
+        print(f'python -m postprocess gate: error: {" ".join(str(err).split())}',
+              file=sys.stderr)
+    doc['slots'] = session.slots
+    doc['finished'] = _now()
+    doc['exit'] = 1 if doc.get('error') else judge.exit_status(doc['results'])
+    doc['verdict'] = summary.VERDICT[doc['exit']]
+    atomic.write_text(os.path.join(out, 'gate.json'), json.dumps(doc, indent=1, default=str) + '\n')
+    page.write(os.path.join(out, 'index.html'), doc)
+    for line in summary.lines(doc):
+        print(line)
+    print(f'page: {os.path.join(out, "index.html")}')
+    return doc['exit']
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
