@@ -38,11 +38,12 @@ class SeriesLevel(Level):
         self.key, self.kid, self.phase_id = key, kid, phase_id
         self.vals, self.sids = vals, sids
         self.secs = np.asarray(secs, dtype=np.float64)   # median phase time of each night, s
+        self._secs_window = self._usual_secs = None        # seconds_at's, per window asked
 
     def seconds_at(self, m, window):
         """The phase's usual duration before night m (the median of its ``window`` nights before,
         tonight's when it has none): what tells a bandwidth-bound check, from its nights only."""
-        if getattr(self, '_secs_window', None) != window:
+        if self._secs_window != window:
             # every night at once (groups ask per member and night, many groups per member)
             usual = trailing_medians(self.secs, window)
             self._usual_secs = np.where(np.isnan(usual), self.secs, usual)
