@@ -1,8 +1,9 @@
 """End to end: real `ci/nightly.sh` nights with ReFrame's results DB on (the default), re-dated into
-nights as tests/test_verdicts_e2e.py does. The history of the first three is then made 20x faster
-(each repetition's seconds / 20, in the perflogs and the DB alike), so the fourth night is a
-regression whatever the load of this shared machine (its nights differ by 3x themselves), confirmed
-by the re-run; a fifth run fails (no scratch directory) on the same real night as the fourth (run
+nights as tests/test_verdicts_e2e.py does. The BenchIO history of the first five (detect's
+min_nights) is then made 1000x faster (each repetition's seconds / 1000, in the perflogs, the DB and the
+results store alike; fio as measured), so the sixth night is a far fall whatever the load of this
+shared machine (Student's t on five usual nights asks 17 spreads), a regression confirmed by the
+re-run; a seventh run fails (no scratch directory) on the same real night as the sixth (run
 directories keep today's date), so it is not told again. Checks that stock ReFrame answers
 `--list-stored-sessions` and `--performance-compare` from the results tree's DB (the confirmation
 re-run is not stored: it is no night), that detect finds the same from the DB as from the perflogs,
@@ -24,6 +25,9 @@ from tests.support.reframe_runs import TEST_CHECKS
 from tests.support.servers import webhook
 
 FAST = ['BenchIO.*size=64.*ranks=2.*posix:fpp', 'BaselineFio']
+# the red night follows the detect option min_nights (5) clean nights: fewer are insufficient history
+RED = 5
+NIGHTS = RED + 2
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.reframe
@@ -66,8 +70,9 @@ def scale_reps(reps, factor):
 
 
 def faster_history(results, factor):
-    """Every night so far ``factor`` times faster, the same in the perflogs and in the DB."""
-    for path in (results / 'perflogs').rglob('*.log'):
+    """Every BenchIO night so far ``factor`` times faster, the same in the perflogs, the DB and the
+    results store (fio stays: the filesystem was not what changed)."""
+    for path in (results / 'perflogs').rglob('BenchIO*.log'):
         lines = path.read_text().split('\n')
         for i, line in enumerate(lines):
             fields = line.split('|')
@@ -83,10 +88,19 @@ def faster_history(results, factor):
             doc = json.loads(blob)
             for run in doc['runs']:
                 for case in run['testcases']:
-                    if case.get('iob_reps'):
+                    if case.get('iob_reps') and case['name'].startswith('BenchIO'):
                         case['iob_reps'] = scale_reps(case['iob_reps'], factor)
             conn.execute('UPDATE sessions SET json_blob = ? WHERE uuid = ?', (json.dumps(doc), uuid))
     conn.close()
+    import duckdb           # and in the results store, the history the nightly judges on
+    for path in (results / 'store').rglob('*.parquet'):
+        tmp = path.with_name(f'.{path.name}.tmp')
+        con = duckdb.connect()
+        scale = f"""CASE WHEN "check" LIKE 'BenchIO%' THEN {factor!r} ELSE 1 END"""
+        con.execute(f"COPY (SELECT * REPLACE (seconds / {scale} AS seconds, bw_MiBps * {scale} "
+                    f"AS bw_MiBps) FROM read_parquet('{path}')) TO '{tmp}' (FORMAT parquet)")
+        con.close()
+        tmp.rename(path)
 
 
 def detect(args, out):
@@ -107,7 +121,7 @@ def reframe_db(results, *args):
                           capture_output=True, text=True, env=env, timeout=300)
 
 
-@pytest.mark.slow      # five real nightlies plus the confirmation re-run: ~2 min on a quiet 2-core VM
+@pytest.mark.slow      # seven real nightlies plus the confirmation re-run: ~3 min on a quiet 2-core VM
 def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
     results = tmp_path / 'results'
     base = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
@@ -116,13 +130,13 @@ def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
     statuses, told, outs = [], [], []
     with webhook() as (port, received):
         base['IOREGRESS_NOTIFY'] = f'json://127.0.0.1:{port}/night'
-        for i in range(5):
-            if i == 3:
-                faster_history(results, 20.0)
+        for i in range(NIGHTS):
+            if i == RED:
+                faster_history(results, 1000.0)
             perflogs = results / 'perflogs'
             sizes = {p: p.stat().st_size for p in perflogs.rglob('*.log')} if perflogs.exists() else {}
             since, started = time.time(), today()
-            env = dict(base, IOREGRESS_SCRATCH='/proc/ioregress-no-such-dir') if i == 4 else base
+            env = dict(base, IOREGRESS_SCRATCH='/proc/ioregress-no-such-dir') if i == RED + 1 else base
             proc = nightly(results, FAST, env)
             statuses.append(proc.returncode)
             outs.append(proc.stdout[-4000:] + proc.stderr[-2000:])
@@ -132,41 +146,43 @@ def test_nightly_results_db_same_findings_and_one_message_per_night(tmp_path):
             redate_db(results / 'reframe.db', since, shift)
         out = outs[-1]
     # on a mismatch, the output of the first night that differs (not only the last one's)
-    wrong = next((i for i, (got, want) in enumerate(zip(statuses, [0, 0, 0, 3, 1]))
-                  if got != want), -1)
-    assert statuses == [0, 0, 0, 3, 1], f'night {wrong}: {outs[wrong]}'
+    want = [0] * RED + [3, 1]
+    wrong = next((i for i, (got, w) in enumerate(zip(statuses, want)) if got != w), -1)
+    assert statuses == want, f'night {wrong}: {outs[wrong]}'
     # one message, on the red night: its verdict lines and the page's published address; the
     # failing run of the same night is not told again (tests/test_notify.py: 'FAILED (...)')
-    assert told == [0, 0, 0, 1, 1], out
+    assert told == [0] * RED + [1, 1], out
     runs = sorted(p.name for p in (results / 'runs').iterdir())
     docs = [json.loads(body) for _, body in received]
     assert [path for path, _ in received] == ['/night']
     assert docs[0]['title'].endswith(': RED (regression)'), docs[0]
     assert 'REGRESSION' in docs[0]['message'] or 'SYSTEM-WIDE' in docs[0]['message'], docs[0]
-    assert f'https://ci.example.org/ioregress/runs/{runs[3]}/post/report/index.html' in docs[0]['message']
-    verdict = json.loads((results / 'runs' / runs[3] / 'post' / 'verdict.json').read_text())
+    assert f'https://ci.example.org/ioregress/runs/{runs[RED]}/post/report/index.html' in docs[0]['message']
+    verdict = json.loads((results / 'runs' / runs[RED] / 'post' / 'verdict.json').read_text())
     assert verdict['status'] == 'regression' and verdict['confirmation'] == 'done'
     state = json.loads((results / 'notify' / 'local.json').read_text())
-    assert state['state'] == 'red' and state['run'] == runs[3]
+    assert state['state'] == 'red' and state['run'] == runs[RED]
 
-    # stock ReFrame on the results tree's DB: the five nights, not the confirmation re-run
+    # stock ReFrame on the results tree's DB: the nights, not the confirmation re-run
     conn = sqlite3.connect(results / 'reframe.db')
     uuids = [u for (u,) in conn.execute('SELECT uuid FROM sessions ORDER BY session_start_unix')]
     conn.close()
-    assert len(uuids) == 5
+    assert len(uuids) == NIGHTS
     listed = reframe_db(results, '--list-stored-sessions=20251201:now')
     assert listed.returncode == 0, listed.stdout + listed.stderr
     assert all(u in listed.stdout for u in uuids)
-    cmp = reframe_db(results, f'--performance-compare={uuids[0]}/{uuids[3]}/mean:/')
+    cmp = reframe_db(results, f'--performance-compare={uuids[0]}/{uuids[RED]}/mean:/')
     assert cmp.returncode == 0, cmp.stdout + cmp.stderr
     assert 'write_bw' in cmp.stdout and 'BenchIO' in cmp.stdout
 
-    # the same findings from the DB, from the perflogs, and from both (a run counted once)
-    from_logs = detect(['--perflogs', str(results / 'perflogs')], tmp_path / 'logs.json')
-    from_db = detect(['--db', str(results / 'reframe.db')], tmp_path / 'db.json')
-    both = detect(['--perflogs', str(results / 'perflogs'), '--db', str(results / 'reframe.db')],
-                  tmp_path / 'both.json')
-    assert len(from_logs) == 4 * 4 and from_db == from_logs and both == from_logs
+    # the same findings from the DB, from the perflogs, and from both (a run counted once); the
+    # red night's confirmation re-run is data of its night (--runs) whatever the source
+    runs = ['--runs', str(results / 'runs')]
+    from_logs = detect(['--perflogs', str(results / 'perflogs'), *runs], tmp_path / 'logs.json')
+    from_db = detect(['--db', str(results / 'reframe.db'), *runs], tmp_path / 'db.json')
+    both = detect(['--perflogs', str(results / 'perflogs'), '--db', str(results / 'reframe.db'),
+                   *runs], tmp_path / 'both.json')
+    assert len(from_logs) == 4 * (RED + 1) and from_db == from_logs and both == from_logs
     assert any('"regression"' in f for f in from_db)
 
 

@@ -177,6 +177,31 @@ def test_a_far_night_is_re_run_and_its_reproduced_rerun_makes_it_red(tmp_path):
     assert proc.returncode == 1 and 'REGRESSION' in proc.stdout
 
 
+def test_an_acceptance_counts_whichever_source_the_history_is_read_from(tmp_path):
+    """<results>/accepted.jsonl judges the series it names from the store (the nightly's source),
+    the perflogs and the results DB alike: the results tree is the parent of each."""
+    records = runs(range(26), factor=slowed(set(range(18, 26)), backends=('hdf5',), by=0.6))
+    results = tmp_path / 'results'
+    write_perflogs(results / 'perflogs', records)
+    imported = pp('import', '--perflogs', results / 'perflogs')
+    assert imported.returncode == 0, imported.stderr
+    rec = {'schema': 'ioregress-accept/1', 'action': 'accept', 'id': 'a1', 'system': 'sim',
+           'partition': None, 'checks': ['hdf5'], 'since': night_of(18), 'reason': 'new HDF5',
+           'by': 'test', 'at': night_of(23) + 'T09:00:00+00:00'}
+    for source in (['--store', results / 'store'], ['--perflogs', results / 'perflogs']):
+        said = {}
+        for accepted in (False, True):
+            (results / 'accepted.jsonl').write_text(json.dumps(rec) + '\n' if accepted else '')
+            proc = pp('detect', *source, '--system', 'sim', '--json', tmp_path / 'd.json')
+            assert proc.returncode in (0, 1), proc.stderr
+            said[accepted] = [f for f in json.loads((tmp_path / 'd.json').read_text())
+                              if f['scope'] == 'series' and 'hdf5' in f['params']
+                              and f['phase'] == 'write']
+        assert said[False] and all(f['status'] == 'regression' for f in said[False]), source
+        assert all(f['status'] != 'regression' and f['accepted']['reason'] == 'new HDF5'
+                   for f in said[True]), source
+
+
 def test_a_rerun_that_reads_usual_leaves_a_noisy_night(tmp_path):
     results = far_night(tmp_path)
     det, out = tmp_path / 'detect.json', tmp_path / 'verdict.json'

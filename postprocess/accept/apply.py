@@ -2,6 +2,7 @@
 records of the results trees a command reads (``for_args``), and the findings they mark. The
 verdict judges an accepted series from its accepted night on, from the night the acceptance was
 recorded (postprocess/detect/levels.py attach_acceptances)."""
+import os
 import re
 
 from postprocess.accept import store
@@ -24,10 +25,16 @@ def matches(rec, system, partition, check, params):
 
 
 def for_args(args):
-    """Active acceptances of the results trees behind ``args.perflogs`` (none with --db only)."""
+    """Active acceptances of the results trees behind the history arguments: the parent of
+    ``--store`` (<results>/store), of each ``--perflogs`` (its nearest ``perflogs`` directory) and
+    of ``--db`` (<results>/reframe.db)."""
+    trees = [os.path.dirname(os.path.abspath(args.store.rstrip(os.sep)))] \
+        if getattr(args, 'store', None) else []
+    trees += [store.results_of(p) for p in getattr(args, 'perflogs', None) or []]
+    if getattr(args, 'db', None):
+        trees.append(os.path.dirname(os.path.abspath(args.db)))
     seen, out = set(), []
-    for p in getattr(args, 'perflogs', None) or []:
-        results = store.results_of(p)
+    for results in trees:
         if results in seen:
             continue
         seen.add(results)

@@ -112,8 +112,8 @@ def confirm(tonight, again):
         if wants_rerun(f):
             if g is None or g.get('confirmation') is None:
                 f = dict(f, confirmation='not re-run')
-            else:
-                f = dict(g)
+            else:       # the second judgement, with what the first one read of the night
+                f = dict(g, **{k: f[k] for k in ('why', 'machine') if k in f})
         out.append(f)
     return out
 

@@ -17,7 +17,9 @@ from postprocess.common.findings import MANY, group_keys
 from postprocess.history.sessions import assign_sessions
 from postprocess.why import provenance
 
-FLAGGED = ('regression', 'improvement', 'degraded')
+# noisy too: a far night is noisy until its confirmation re-run makes it a regression, and the
+# nightly's verdict keeps the why detect gave it (detect/verdict.py confirm)
+FLAGGED = ('regression', 'improvement', 'degraded', 'noisy')
 SYSTEM = '*'
 
 
