@@ -150,13 +150,14 @@ GROUPS_DIR_ENV = "IOREGRESS_XDIST_GROUPS"
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: 3 workers (measured on the 2-core VM, docs/operations.md#tests: the tests mostly
     wait on MPI launches and ReFrame); $PYTEST_XDIST_AUTO_NUM_WORKERS overrides. Serial (0) when the
-    selection includes `slow` tests: they are long because they measure (real nightly sequences,
-    time limits, 2.8 GiB blocks) and stay alone on the machine."""
+    selection includes `slow` or `long` tests: they are long because they measure (real nightly
+    sequences, time limits, 2.8 GiB blocks, the gate's pairs) and stay alone on the machine."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
     from _pytest.mark.expression import Expression
     markexpr = config.option.markexpr
-    if markexpr and Expression.compile(markexpr).evaluate(lambda name, **kw: name == "slow"):
+    if markexpr and any(Expression.compile(markexpr).evaluate(lambda name, m=m, **kw: name == m)
+                       for m in ("slow", "long")):
         return 0
     return 3
 

@@ -82,7 +82,7 @@ def test_too_few_pairs_cannot_tell_and_the_page_shows_it(tmp_path, browser):
     browser.save_screenshot(str(tmp_path / 'gate-page.png'))
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_aa_gate_is_never_slower(tmp_path):
     # one stack against itself: "same" where the pairs' spread allows it, "cannot tell" (exit 4,
     # with the pairs that would decide) where it does not, never slower or faster. On this VM
@@ -100,7 +100,7 @@ def test_aa_gate_is_never_slower(tmp_path):
         assert proc.returncode == 4 and 'pairs would' in proc.stdout, proc.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_bisect_names_the_part_that_carries_the_slowdown(tmp_path):
     if not subprocess.run(['sh', '-c', 'command -v cc'], capture_output=True).returncode == 0:
         pytest.skip('no C compiler (cc) for the fault library')

@@ -50,10 +50,11 @@ def test_each_process_gets_its_own_directory_and_result_file():
 
 @pytest.mark.reframe
 def test_md_empty_files_is_one_measurement_of_eight_processes(tmp_path):
-    proc = reframe(tmp_path / 'rf', '-c', str(REPO / 'reframe_checks' / 'metadata.py'), '-r',
-                   '-n', 'MDEmptyFiles')
+    # the suite's check with 200 files per rank (its 5000 take 2 min here)
+    proc = reframe(tmp_path / 'rf', '-c', str(REPO / 'tests' / 'reframe_checks' / 'md_small.py'),
+                   '-r', '-n', 'MDEmptyFilesSmall')
     assert proc.returncode == 0, proc.output[-3000:]
-    line = (tmp_path / 'rf' / 'perflogs' / 'local' / 'default' / 'MDEmptyFiles.log').read_text()
+    line = (tmp_path / 'rf' / 'perflogs' / 'local' / 'default' / 'MDEmptyFilesSmall.log').read_text()
     fields = line.splitlines()[-1].split('|')
     reps = dict(part.split('=', 1) for part in fields[9].split(';'))
     assert len(reps['write'].split(',')) == 8 * 5 and len(reps['read'].split(',')) == 8 * 5
@@ -61,8 +62,8 @@ def test_md_empty_files_is_one_measurement_of_eight_processes(tmp_path):
     assert prov['processes'] == 8 and len(prov['commands']) == 8
     dirs = [c.split(' --dir ')[1].split()[0] for c in prov['commands']]
     assert len(set(dirs)) == 8 and all(not pathlib.Path(d).exists() for d in dirs)
-    assert all('--size 5000' in c and 'filesize=0' in c for c in prov['commands'])
-    out = next((tmp_path / 'rf' / 'output').rglob('MDEmptyFiles_*'))
+    assert all('--size 200' in c and 'filesize=0' in c for c in prov['commands'])
+    out = next((tmp_path / 'rf' / 'output').rglob('MDEmptyFilesSmall_*'))
     docs = [json.loads((out / processes.json_name(i)).read_text()) for i in range(8)]
     assert all(d['status'] == 'ok' and d['ranks'] == 2 for d in docs)   # every launch as the first
 

@@ -225,7 +225,7 @@ def test_an_empty_file_series_is_shown_in_operations_per_second(tmp_path):
               'result': 'pass'} for f in findings]
     page = Path(html.write_report(str(tmp_path / 'index.html'), [], findings, [],
                                   verdict=verdict.build(findings, cases))).read_text()
-    assert '1.678e+05 vs 2.097e+05 expected (ops/s)' in page            # the attention line
+    assert '1.678e+05 vs 2.097e+05 usual (ops/s)' in page            # the attention line
     assert '5.243e+05 ops/s</td>' in page and '>100</td>' in page        # table: ops/s, MiB/s
     nights = [(0, [0.15, 0.16]), (1, [0.2, 0.21])]
     fig = interactive._figure('t', [datetime.date(2026, 11, 1), datetime.date(2026, 11, 2)],

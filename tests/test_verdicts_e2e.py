@@ -9,7 +9,7 @@ iobench write and sync four times its time (tests/support/iofault.c, LD_PRELOAD,
 * judging the whole tree again (`detect --all-nights --runs`) gives every night the statuses its
   nightly gave (the verdict is a function of the data, the re-run's perflogs among it).
 
-Opt-in (`-m slow`, a few minutes): eight nightly runs. How often a realistic -20 % fault is named
+Opt-in (`-m long`, 17 min quiet): eleven nightly runs and a confirmation re-run. How often a realistic -20 % fault is named
 on this machine is bench/real_replay.py's measure, not a test's.
 """
 import shutil
@@ -19,7 +19,7 @@ import pytest
 from bench.real_replay import rejudge
 from tests.support import nights
 
-pytestmark = [pytest.mark.reframe, pytest.mark.slow]
+pytestmark = [pytest.mark.reframe, pytest.mark.long]
 
 # bandwidth-bound BenchIO checks (n=256: 0.2-0.5 s phases) of POSIX, MPI-IO and HDF5 at 1-2 ranks,
 # what the stack's level is read on; fio, the filesystem's own reading

@@ -147,8 +147,8 @@ def write_report(path, sections, findings, notes, darshan_index=None, title='ior
         generated=f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}',
         counts=counts, has_cases=sum(counts.values()) > 0,
         young=bool(findings) and all(f['status'] == 'insufficient history' for f in findings),
-        # newer detection judges against an expected level (its change is relative to it)
-        ref_label='expected' if any('expected_median' in f for f in findings) else 'history',
+        # the verdict judges against a usual level (its change is relative to it): 'usual' as in the terminal
+        ref_label='usual' if any('expected_median' in f for f in findings) else 'history',
         attention=attention_lines(verdict['attention'], info, darshan_links),
         not_red=attention_lines(verdict.get('notes', []), info, darshan_links),
         improvements=len(verdict['improvements']), skipped=verdict['skipped'],
