@@ -99,11 +99,7 @@ def gate(out, a, b, pairs, name, config=None, bisect=False, reframe_args=(), scr
 
 def spread(pairs):
     """sd of the log pair ratios, robust (1.4826 x MAD), or None for fewer than 2 pairs."""
-    logs = [math.log(b / a) for a, b in pairs if a > 0 and b > 0]
-    if len(logs) < 2:
-        return None
-    mid = statistics.median(logs)
-    return gate_pairs.MAD_NORMAL * statistics.median(abs(x - mid) for x in logs)
+    return gate_pairs.log_spread([b / a for a, b in pairs if a > 0 and b > 0])
 
 
 def needed(sd, factor, tolerance=gate_pairs.TOLERANCE, level=gate_pairs.LEVEL):

@@ -58,6 +58,15 @@ def min_pairs(level=LEVEL):
     return n
 
 
+def log_spread(ratios):
+    """Robust sd of the log ratios (MAD_NORMAL x their MAD), or None for fewer than 2."""
+    logs = [math.log(r) for r in ratios]
+    if len(logs) < 2:
+        return None
+    mid = statistics.median(logs)
+    return MAD_NORMAL * statistics.median(abs(x - mid) for x in logs)
+
+
 def pairs_needed(ratios, tolerance=TOLERANCE, level=LEVEL):
     """Pairs that would decide, 4 times in 5, at the spread seen: (z + z_power) * sqrt(pi/2) *
     sigma / sqrt(n) in log ratio (sigma from the MAD of the log ratios; z that of the interval's
@@ -66,14 +75,11 @@ def pairs_needed(ratios, tolerance=TOLERANCE, level=LEVEL):
     to fit between the median and the nearer edge of the tolerance band. None when the median
     sits on that edge (no number of pairs decides: > MAX_NEEDED)."""
     from scipy.stats import norm
-    logs = [math.log(r) for r in ratios]
-    n0 = max(min_pairs(level), len(logs) + 1)
-    if len(logs) < 2:
+    n0 = max(min_pairs(level), len(ratios) + 1)
+    sigma = log_spread(ratios)
+    if not sigma:
         return n0
-    mid = statistics.median(logs)
-    sigma = MAD_NORMAL * statistics.median(abs(x - mid) for x in logs)
-    if sigma == 0:
-        return n0
+    mid = statistics.median(math.log(r) for r in ratios)
     lo_edge, hi_edge = math.log(1 - tolerance), math.log(1 + tolerance)
     if lo_edge < mid < hi_edge:     # for "same": both ends of the interval have to fit
         room, z_power = min(mid - lo_edge, hi_edge - mid), norm.ppf(1 - (1 - POWER) / 2)
