@@ -178,12 +178,44 @@ def table(name, scores):
     return '\n'.join(lines)
 
 
+def bounds(history):
+    """What any verdict could reach on these series: production_score.run_rule_bound per platform
+    (steps within 3 nights cost pages), and a flag on exactly the nights of every sustained
+    degradation, known in hindsight (how far above chance such a flag can be)."""
+    from postprocess.detect import levels as levels_mod
+    by_platform, hindsight = {}, []
+    for system, (nights, levels) in levels_mod.build(history).items():
+        for lv in levels:
+            s = score.Series(lv.key, [nights[t] for t in lv.t], lv.y)
+            by_platform.setdefault((system, lv.partition), []).append((s.days, s.values))
+            inside = np.zeros(len(s.days), dtype=bool)
+            for a, b in score.sma_regions(s.days, s.values)[0]:
+                inside |= (s.days >= a) & (s.days <= b)
+            s.status = {n: 'degraded' if f else 'ok' for n, f in zip(s.nights, inside)}
+            hindsight.append(score.platform_scores([s], {}))
+    lines = ['bounds: rules on the last nights alone (a night 30 % below the median of the 14 '
+             "before: the steps' own definition); onsets per 30 nights, steps red within 3 nights"]
+    for nights, need in ((1, 1), (2, 2), (3, 2), (3, 3)):
+        res = [score.run_rule_bound(s, nights=nights, need=need)
+               for _, s in sorted(by_platform.items())]
+        lines.append(f'  {need} of the last {nights}: onsets/30 '
+                     f'{min(r[0] for r in res):.2f}-{max(r[0] for r in res):.2f}, steps '
+                     f'{sum(r[1] for r in res)} of {sum(r[2] for r in res)}')
+    caught, regions = sum(h['caught'] for h in hindsight), sum(h['regions'] for h in hindsight)
+    chance = sum(h['chance'] for h in hindsight)
+    lines.append(f'  degradations, flagged on exactly their nights (hindsight): {caught} of '
+                 f'{regions}, by chance {chance:.1f} as nights ({caught / max(chance, 1e-9):.1f}x)')
+    return '\n'.join(lines)
+
+
 def main(argv=None):
     from postprocess.detect.cli import settings
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--data', default=DATA, help='the TOKIO-ABC directory (default: %(default)s)')
     p.add_argument('--perflogs', help='judge this perflog tree instead of TOKIO-ABC')
     p.add_argument('--no-baselines', action='store_true', help='only the verdict')
+    p.add_argument('--bounds', action='store_true',
+                   help='also what rules on the last 1-3 nights alone could reach on steps')
     p.add_argument('--set', action='append', default=[], metavar='NAME=VALUE',
                    help='a detection setting (postprocess/detect/options.py)')
     args = p.parse_args(argv)
@@ -208,6 +240,8 @@ def main(argv=None):
                         score_baseline(history, baselines.fixed)))
             print(table('Apache Otava (E-divisive, p 0.001, defaults)',
                         score_baseline(history, baselines.otava)))
+        if args.bounds:
+            print(bounds(history))
     print(f'{time.time() - t0:.0f} s in all')
     return 0
 

@@ -128,3 +128,30 @@ def platform_scores(series, red_changes, group=True):
 
 def per30(x, judged):
     return 30.0 * x / max(judged, 1)
+
+
+def run_rule_bound(series, drop=0.30, window=14, nights=3, need=3):
+    """What a rule that sees only the nights so far could reach on steps: red when ``need`` of the
+    last ``nights`` nights (tonight one) lie ``drop`` or more below the median of the ``window``
+    nights before them — the steps' own definition used as a rule. ``series``: [(days, values)]
+    of one platform. Returns (onsets per 30 nights, steps red within 3 nights, steps); an onset is
+    a first red night, counted once for those whose runs began within 2 days of each other across
+    series (as a page is), with no acceptance (every dip's onset counts)."""
+    lim = np.log1p(-drop)
+    onsets, caught, total, days_all = [], 0, 0, set()
+    for days, y in series:
+        days_all |= set(days.tolist())
+        red = np.zeros(len(y), dtype=bool)
+        for j in range(window + nights - 1, len(y)):
+            s = j - nights + 1
+            low = y[s:j + 1] - np.median(y[s - window:s]) < lim
+            red[j] = low[-1] and low.sum() >= need
+        onsets += [days[j - nights + 1] for j in np.flatnonzero(red) if not red[j - 1]]
+        st = steps(y)
+        total += len(st)
+        caught += sum(bool(red[i:i + 3].any()) for i in st)
+    pages, last = 0, None
+    for day in sorted(onsets):
+        pages += last is None or day - last > 2
+        last = day
+    return per30(pages, len(days_all)), caught, total

@@ -66,6 +66,20 @@ def test_a_step_that_lasts_is_counted_once_a_dip_is_not():
     assert score.steps(w) == []
 
 
+def test_the_bound_rules_catch_a_step_and_count_every_dip_they_fire_on():
+    rng = np.random.default_rng(5)
+    days = _days(90)
+    step = np.log(1000 * np.exp(rng.normal(0, 0.03, 90)))
+    step[60:] += math.log(0.5)
+    dip = np.log(1000 * np.exp(rng.normal(0, 0.03, 90)))
+    dip[30:32] += math.log(0.5)                     # two nights, then back
+    one = score.run_rule_bound([(days, step), (days, dip)], nights=1, need=1)
+    three = score.run_rule_bound([(days, step), (days, dip)], nights=3, need=3)
+    assert one[1:] == (1, 1) and three[1:] == (1, 1)   # the step red within 3 nights either way
+    assert one[0] == pytest.approx(30 * 2 / 90)        # a night alone fires on the dip too
+    assert three[0] == pytest.approx(30 * 1 / 90)      # three in a row: the step only
+
+
 def test_pages_count_a_change_once_and_a_group_with_its_members():
     s = score.Series(('x',), ['2017-03-0%d' % i for i in range(1, 8)], np.zeros(7))
     for n in s.nights:
