@@ -54,8 +54,9 @@ class Level:
 
 
 class _Usual:
-    """Usual level, spreads and thresholds of every candidate run start s >= a, computed for a
-    start the first time a night asks (a nightly asks for its last ``horizon`` nights only)."""
+    """Usual level, spreads and thresholds of every candidate run start s >= a, computed from
+    the first start a night asks for to the last night, at once (a nightly asks from its last
+    ``horizon`` nights; a history judged night by night from its first)."""
 
     def __init__(self, y, a, opt):
         n = len(y)
@@ -68,6 +69,13 @@ class _Usual:
         self.far = np.full(n, np.nan)
         self.nights = np.zeros(n, dtype=np.int64)
         self.done = np.zeros(n, dtype=bool)
+        self.done_from = n          # every start from here to the last night is computed
+
+    def need_from(self, lo):
+        """Every start from ``lo`` to the last night computed."""
+        if lo < self.done_from:
+            self.need(lo, self.done_from - 1)
+            self.done_from = lo
 
     def need(self, lo, hi):
         """Compute starts lo..hi (inclusive) not computed yet: those with ``window`` nights
@@ -185,34 +193,40 @@ def _confirmed(level, u, thr_low, thr_far, fio_low):
             and int(level.t[u]) not in fio_low)
 
 
-def _run(y, s, m, thr):
-    """Low flags of nights s..m against ``thr``, or None when they are no run: s and m low, never
-    two normal nights in a row."""
-    low = y[s:m + 1] < thr
-    if not (low[0] and low[-1]) or np.any(~low[:-1] & ~low[1:]):
-        return None
-    return low
+@functools.lru_cache(maxsize=None)
+def _upper(k):
+    """(k, k) booleans, True on and above the diagonal (night j of a run from start i: j >= i)."""
+    return np.triu(np.ones((k, k), dtype=bool))
+
+
+def _runs(y, thr):
+    """Every candidate run start at once: ``low[i, j]``, night j below start i's threshold
+    ``thr[i]`` (j >= i; a start without a usual level has none), and ``run[i]``: nights i..end
+    are a run (i low, never two normal nights in a row)."""
+    inside = _upper(len(y))
+    low = (y[None, :] < thr[:, None]) & inside
+    normal = ~low & inside
+    run = np.diagonal(low) & ~(normal[:, :-1] & normal[:, 1:]).any(axis=1)
+    return low, run
 
 
 def _judge_night(level, us, a, m, opt, fio_low):
     y = level.y
-    us.need(max(a, m - opt['horizon']), m)
+    us.need_from(max(a, m - opt['horizon']))
     history = int(us.nights[m])
     if np.isnan(us.B[m]):
         return Judgement(INSUFFICIENT, None, None, None, False, False, None, None, None, None,
                          history)
     first = max(a, m - opt['horizon'])
     busy = int(level.t[m]) in fio_low
-    # a step: the earliest run start whose run holds step_nights lows or a confirmed night
-    for s in range(first, m + 1):
-        if np.isnan(us.B[s]):
-            continue
-        low = _run(y, s, m, us.low[s])
-        if low is None:
-            continue
-        confirmed = any(_confirmed(level, s + i, us.low[s], us.far[s], fio_low)
-                        for i in np.flatnonzero(low))
-        if low.sum() >= opt['step_nights'] or confirmed:
+    # a step: the earliest run start whose run (tonight low) holds step_nights lows or a
+    # confirmed night
+    lows, run = _runs(y[first:m + 1], us.low[first:m + 1])
+    for i in np.flatnonzero(run & lows[:, -1]):
+        s, low = first + i, lows[i, i:]
+        if low.sum() >= opt['step_nights'] or (level.rerun and any(
+                _confirmed(level, s + j, us.low[s], us.far[s], fio_low)
+                for j in np.flatnonzero(low))):
             change = float(np.median(y[s:m + 1][low])) - us.B[s]
             return _verdict('regression', s, change, us, s, m, level, fio_low, busy, history, opt)
     # degraded: degraded_nights low nights within degraded_within, tonight one of them
@@ -226,14 +240,13 @@ def _judge_night(level, us, a, m, opt, fio_low):
     if y[m] < us.low[m]:
         return _verdict('noisy', None, y[m] - us.B[m], us, m, m, level, fio_low, busy, history,
                         opt)
-    for s in range(first, m + 1):       # an improvement: the same run rule, upwards
-        if np.isnan(us.B[s]):
-            continue
-        high = _run(-y, s, m, -us.high[s])
-        if high is not None and high.sum() >= opt['step_nights']:
-            change = float(np.median(y[s:m + 1][high])) - us.B[s]
-            return _verdict('improvement', s, change, us, s, m, level, fio_low, busy, history,
-                            opt)
+    highs, run = _runs(-y[first:m + 1], -us.high[first:m + 1])   # an improvement: upwards
+    up = np.flatnonzero(run & highs[:, -1] & (highs.sum(axis=1) >= opt['step_nights']))
+    if up.size:
+        i = int(up[0])
+        change = float(np.median(y[first + i:m + 1][highs[i, i:]])) - us.B[first + i]
+        return _verdict('improvement', first + i, change, us, first + i, m, level, fio_low, busy,
+                        history, opt)
     return _verdict('ok', None, y[m] - us.B[m], us, m, m, level, fio_low, busy, history, opt)
 
 
@@ -256,12 +269,15 @@ def _reach(level, us, m, opt):
     confirm it)."""
     y = level.y
     start, lows = m, 0
-    for s in range(max(0, m - opt['horizon']), m):
-        if np.isnan(us.B[s]):
-            continue
-        low = y[s:m] < us.low[s]
-        if low[0] and not np.any(~low[:-1] & ~low[1:]) and (low.size == 1 or low[-1] or low[-2]):
-            start, lows = s, int(low.sum())
-            break
+    first = max(0, m - opt['horizon'])
+    if first < m:
+        low, run = _runs(y[first:m], us.low[first:m])
+        # a run going on: its last or second last night low (a second normal night ends it)
+        going = run & low[:, -1]
+        if m - first > 1:
+            going |= run & low[:, -2]
+        if going.any():
+            i = int(np.argmax(going))
+            start, lows = first + i, int(low[i].sum())
     thr = us.low[start] if lows + 1 >= opt['step_nights'] else us.far[start]
     return math.expm1(float(thr - us.B[start]))

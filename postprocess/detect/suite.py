@@ -100,7 +100,7 @@ def _series_finding(history, lv, m, j, nights, value, opt):
     usual = None if j.usual is None else math.exp(j.usual)
     f.update(scope='series', session=history.sessions[lv.sids[m]]['id'], n=int(vals.size),
              median=med, q1=q1, q3=q3, min=float(vals.min()), max=float(vals.max()),
-             outliers=outlier_indices(vals, OUTLIER_K.get(lv.phase, 12.0)),
+             outliers=outlier_indices(vals, OUTLIER_K.get(lv.phase, 12.0), (q1, q3)),
              history_median=usual, expected_median=usual,
              phase_seconds=lv.seconds_at(m, opt['window']),
              value=value)

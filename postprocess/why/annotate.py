@@ -50,8 +50,37 @@ def matches_finding(run, f):
     return (run['environ'], run['check'], run['params']) == (f['environ'], f['check'], f['params'])
 
 
+class FindingRuns:
+    """{night: [run]} of a finding's series (``matches_finding``) in one partition's
+    ``by_night``, each series and group sorted out once (a history judged night by night has a
+    finding per series and night: filtering every run for each would grow as their product)."""
+
+    def __init__(self, by_night):
+        self.by_night, self.series, self.groups = by_night, None, {}
+
+    def __call__(self, f):
+        if f.get('scope') == 'group':            # first, as in matches_finding
+            if f['params'] not in self.groups:
+                self.groups[f['params']] = self._where(lambda r: matches_finding(r, f))
+            return self.groups[f['params']]
+        if f.get('scope') in ('system', 'stack') or f.get('check') == SYSTEM:
+            return self.by_night
+        if self.series is None:
+            self.series = {}
+            for n, runs in self.by_night.items():
+                for r in runs:
+                    self.series.setdefault((r['environ'], r['check'], r['params']), {}) \
+                        .setdefault(n, []).append(r)
+        return self.series.get((f['environ'], f['check'], f['params']), {})
+
+    def _where(self, keep):
+        out = {n: [r for r in runs if keep(r)] for n, runs in self.by_night.items()}
+        return {n: rs for n, rs in out.items() if rs}
+
+
 def explain(f, by_night):
-    """The ``why`` dict of one finding (None when it has no `since` or no earlier night).
+    """The ``why`` dict of one finding (None when it has no `since` or no earlier night);
+    ``by_night``: its partition's runs by night, or their ``FindingRuns``.
 
     The runs of every night from `since` to the finding's night are compared with the last good
     night's: `since` comes from change points over noisy levels and may be a night early, and a
@@ -59,8 +88,7 @@ def explain(f, by_night):
     since = f.get('since') or (f.get('night') if f.get('status') in FLAGGED else None)
     if not since:
         return None
-    nights = {n: [r for r in runs if matches_finding(r, f)] for n, runs in by_night.items()}
-    nights = {n: rs for n, rs in nights.items() if rs}
+    nights = (by_night if isinstance(by_night, FindingRuns) else FindingRuns(by_night))(f)
     before = [n for n in nights if n < since]
     later = sorted(n for n in nights if since <= n <= max(since, f.get('night') or since))
     if not before or not later:
@@ -96,9 +124,9 @@ def add_why(findings, runs):
     flagged = [f for f in findings if f.get('status') in FLAGGED]
     if not flagged:
         return findings
-    index = index_runs(list(runs))
+    index = {k: FindingRuns(v) for k, v in index_runs(list(runs)).items()}
     for f in flagged:
-        why = explain(f, index.get((f['system'], f['partition']), {}))
+        why = explain(f, index.get((f['system'], f['partition']), FindingRuns({})))
         if why:
             f['why'] = why
     return findings

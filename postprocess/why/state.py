@@ -6,7 +6,7 @@ Only the runs of the findings' nights are made records with their provenance
 """
 from postprocess.history.store import runs_of_nights
 from postprocess.why import provenance
-from postprocess.why.annotate import index_runs, matches_finding
+from postprocess.why.annotate import FindingRuns, index_runs
 
 
 def text(state):
@@ -30,10 +30,10 @@ def add_state(findings, history):
     if not findings or not len(history.sessions):
         return findings
     runs = runs_of_nights(history, {f['night'] for f in findings})
-    index = index_runs(runs)
+    index = {k: FindingRuns(v) for k, v in index_runs(runs).items()}
     for f in findings:
-        mine = [r['provenance'] for r in index.get((f['system'], f['partition']), {})
-                .get(f['night'], []) if matches_finding(r, f)]
+        part = index.get((f['system'], f['partition']))
+        mine = [r['provenance'] for r in (part(f).get(f['night'], []) if part else [])]
         state = provenance.state(mine)
         if state:
             f['machine'] = state
