@@ -212,12 +212,12 @@ def _runs(y, thr):
 
 def _judge_night(level, us, a, m, opt, fio_low):
     y = level.y
-    us.need_from(max(a, m - opt['horizon']))
+    first = max(a, m - opt['horizon'])
+    us.need_from(first)
     history = int(us.nights[m])
     if np.isnan(us.B[m]):
         return Judgement(INSUFFICIENT, None, None, None, False, False, None, None, None, None,
                          history)
-    first = max(a, m - opt['horizon'])
     busy = int(level.t[m]) in fio_low
     # a step: the earliest run start whose run (tonight low) holds step_nights lows or a
     # confirmed night

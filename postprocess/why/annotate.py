@@ -40,14 +40,27 @@ def index_runs(runs):
     return out
 
 
+def _runs_of(f):
+    """Which runs are the finding's: ('group', params) for a group finding ('backend=hdf5'),
+    ('partition',) for a stack or system finding, else ('series', environ, check, params)."""
+    if f.get('scope') == 'group':
+        return ('group', f['params'])
+    if f.get('scope') in ('system', 'stack') or f.get('check') == SYSTEM:
+        return ('partition',)
+    return ('series', f['environ'], f['check'], f['params'])
+
+
+def _series_of(run):
+    return ('series', run['environ'], run['check'], run['params'])
+
+
 def matches_finding(run, f):
     """Is ``run`` one of the finding's series? A group finding (``params`` 'backend=hdf5'): the
     runs of that group; a stack or system finding: every run of the partition."""
-    if f.get('scope') == 'group':
-        return f['params'] in group_keys(run['params'], run['check'])
-    if f.get('scope') in ('system', 'stack') or f.get('check') == SYSTEM:
-        return True
-    return (run['environ'], run['check'], run['params']) == (f['environ'], f['check'], f['params'])
+    which = _runs_of(f)
+    if which[0] == 'group':
+        return which[1] in group_keys(run['params'], run['check'])
+    return which[0] == 'partition' or which == _series_of(run)
 
 
 class FindingRuns:
@@ -59,28 +72,26 @@ class FindingRuns:
         self.by_night, self.series, self.groups = by_night, None, {}
 
     def __call__(self, f):
-        if f.get('scope') == 'group':            # first, as in matches_finding
-            if f['params'] not in self.groups:
-                self.groups[f['params']] = self._where(lambda r: matches_finding(r, f))
-            return self.groups[f['params']]
-        if f.get('scope') in ('system', 'stack') or f.get('check') == SYSTEM:
+        which = _runs_of(f)
+        if which[0] == 'partition':
             return self.by_night
+        if which[0] == 'group':
+            if which not in self.groups:
+                mine = {n: [r for r in runs if matches_finding(r, f)]
+                        for n, runs in self.by_night.items()}
+                self.groups[which] = {n: rs for n, rs in mine.items() if rs}
+            return self.groups[which]
         if self.series is None:
             self.series = {}
             for n, runs in self.by_night.items():
                 for r in runs:
-                    self.series.setdefault((r['environ'], r['check'], r['params']), {}) \
-                        .setdefault(n, []).append(r)
-        return self.series.get((f['environ'], f['check'], f['params']), {})
-
-    def _where(self, keep):
-        out = {n: [r for r in runs if keep(r)] for n, runs in self.by_night.items()}
-        return {n: rs for n, rs in out.items() if rs}
+                    self.series.setdefault(_series_of(r), {}).setdefault(n, []).append(r)
+        return self.series.get(which, {})
 
 
-def explain(f, by_night):
+def explain(f, runs_of):
     """The ``why`` dict of one finding (None when it has no `since` or no earlier night);
-    ``by_night``: its partition's runs by night, or their ``FindingRuns``.
+    ``runs_of``: the ``FindingRuns`` of its partition.
 
     The runs of every night from `since` to the finding's night are compared with the last good
     night's: `since` comes from change points over noisy levels and may be a night early, and a
@@ -88,7 +99,7 @@ def explain(f, by_night):
     since = f.get('since') or (f.get('night') if f.get('status') in FLAGGED else None)
     if not since:
         return None
-    nights = (by_night if isinstance(by_night, FindingRuns) else FindingRuns(by_night))(f)
+    nights = runs_of(f)
     before = [n for n in nights if n < since]
     later = sorted(n for n in nights if since <= n <= max(since, f.get('night') or since))
     if not before or not later:
