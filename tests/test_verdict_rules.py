@@ -145,3 +145,52 @@ def test_the_vectorised_helpers_agree_with_one_night_at_a_time():
         before = x[max(0, m - 7):m]
         before = before[np.isfinite(before)]
         assert (np.isnan(got[m]) and not before.size) or got[m] == np.median(before)
+
+
+def test_nightly_levels_at_once_are_each_nights_own():
+    """levels.build takes every night of every series at once; each level must be, night for
+    night, the Hodges-Lehmann of that night's positive values over its sessions in order, with the
+    median phase time and the last session: two sessions a night, a zero-byte and a zero-second
+    repetition, nights of 1 to 203 repetitions, a phase missing, two systems."""
+    import datetime
+    from postprocess.common.stats import hodges_lehmann
+    from postprocess.detect import levels
+    from postprocess.history.store import History
+    rng = np.random.default_rng(11)
+    runs = []
+    for day in range(6):
+        for hour in (1, 9):                                 # 8 h apart: two sessions a night
+            for system, check in (('a', 'C1'), ('a', 'C2'), ('b', 'C1')):
+                n = int(rng.choice([1, 2, 3, 5, 8, 203]))
+                reps = [(2 ** 24, float(s)) for s in rng.uniform(0.01, 0.1, n)]
+                if day == 2 and check == 'C1':
+                    reps[0] = (0, reps[0][1])               # bw 0: not a level's value
+                if day == 3 and check == 'C2':
+                    reps[-1] = (2 ** 24, 0.0)               # no bandwidth, no time
+                when = datetime.datetime(2026, 1, 1 + day, hour, 10 * (check == 'C2'),
+                                         tzinfo=datetime.timezone.utc)
+                runs.append({'time': when, 'system': system, 'partition': 'p', 'environ': 'e',
+                             'check': check, 'params': f'backend=posix,check={check}',
+                             'jobid': '1', 'result': 'pass', 'perf': {}, 'provenance': {},
+                             'reps': {'write': reps} | ({'read': reps[::-1]} if day % 2 else {})})
+    history = History(runs)
+    got = levels.build(history)
+    bw, secs = history.groups(), history.groups('seconds')
+    assert sorted(got) == ['a', 'b']
+    for system, (nights, series) in got.items():
+        assert len(series) == (4 if system == 'a' else 2)
+        for lv in series:
+            by_night, sec_by_night = {}, {}
+            for sid, v in bw[(lv.kid, lv.phase_id)]:
+                if (v > 0).any():
+                    by_night.setdefault(history.sessions[sid]['night'], []).append((sid, v[v > 0]))
+            for sid, v in secs[(lv.kid, lv.phase_id)]:
+                sec_by_night.setdefault(history.sessions[sid]['night'], []).append(v)
+            want = sorted(by_night)
+            assert [nights[t] for t in lv.t] == want
+            for m, night in enumerate(want):
+                v = np.concatenate([p[1] for p in by_night[night]])
+                assert lv.y[m] == hodges_lehmann(np.log(v))
+                assert np.array_equal(lv.vals[m], v)
+                assert lv.sids[m] == by_night[night][-1][0]
+                assert lv.secs[m] == np.median(np.concatenate(sec_by_night[night]))

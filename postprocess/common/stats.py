@@ -15,14 +15,11 @@ def median_log_var(values):
     return (math.pi / 2.0) * sigma ** 2 / logs.size
 
 
-def small_median(x):
-    """Median of a 1-D float array by sorting: the same value as np.median, without its ~20 us of
-    argument handling (a night's level is one median of a few values, for every series)."""
-    s = np.sort(x)
-    n = s.size
-    if n == 0:
-        return float('nan')
-    return float(s[n // 2]) if n % 2 else float((s[n // 2 - 1] + s[n // 2]) / 2.0)
+def median_rows(x):
+    """The median of every row of a 2-D array (by sorting; the mean of the middle two when even)."""
+    s = np.sort(x, axis=1)
+    n = s.shape[1]
+    return s[:, n // 2] if n % 2 else (s[:, n // 2 - 1] + s[:, n // 2]) / 2.0
 
 
 def hodges_lehmann(values):
@@ -32,10 +29,22 @@ def hodges_lehmann(values):
     burst cannot move it. Large samples (> 200) fall back to the median (n^2 memory).
     """
     x = np.asarray(values, dtype=float)
-    if x.size > 200:
-        return float(np.median(x))
-    i, j = _walsh_pairs(x.size)
-    return small_median((x[i] + x[j]) / 2.0)
+    return float(hodges_lehmann_rows(x[None, :])[0])
+
+
+def hodges_lehmann_rows(x):
+    """hodges_lehmann of every row of a 2-D array (rows of one size: all nights of that many
+    repetitions at once), a block of rows at a time to bound the Walsh averages' memory."""
+    rows, n = x.shape
+    if n > 200:
+        return np.median(x, axis=1)
+    i, j = _walsh_pairs(n)
+    out = np.empty(rows)
+    step = max(1, (1 << 22) // len(i))
+    for lo in range(0, rows, step):
+        block = x[lo:lo + step]
+        out[lo:lo + step] = median_rows((block[:, i] + block[:, j]) / 2.0)
+    return out
 
 
 @functools.lru_cache(maxsize=None)

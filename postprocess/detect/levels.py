@@ -12,7 +12,7 @@ import datetime
 
 import numpy as np
 
-from postprocess.common.stats import hodges_lehmann, small_median
+from postprocess.common.stats import hodges_lehmann, hodges_lehmann_rows, median_rows
 from postprocess.detect.rules import Level, trailing_medians
 from postprocess.history.perflog import PHASES
 
@@ -70,44 +70,83 @@ class SeriesLevel(Level):
 
 def build(history, value='bw_MiBps'):
     """{system: (nights, [SeriesLevel])}: ``nights`` the system's night labels in order, each
-    level's ``t`` indices into them."""
-    nights_of = {}
-    per_series = {}
-    for (kid, ph), entries in history.groups(value).items():
-        by_night = {}
-        for sid, vals in entries:
-            vals = vals[vals > 0]
-            if vals.size:
-                by_night.setdefault(history.sessions[sid]['night'], []).append((sid, vals))
-        if not by_night:
-            continue
-        labels = sorted(by_night)
-        system = history.keys[kid][0]
-        per_series[(kid, ph)] = {n: by_night[n] for n in labels}
-        nights_of.setdefault(system, set()).update(labels)
-    seconds = history.groups('seconds')
+    level's ``t`` indices into them. A night's level is over the repetitions of every session that
+    started that night, in session order; all nights of all series at once (the columns sorted
+    once, one array operation per repetition count: a nightly has ~10^5 nights to level)."""
+    col = history.col
+    vals = col[value]
+    ok = np.flatnonzero(np.isfinite(vals) & (vals > 0))     # no time: inf, no value: NaN
+    if not ok.size:
+        return {}
+    sess = history.sessions
+    night_text = np.array([s['night'] for s in sess], dtype=object)
+    labels, night_code = np.unique(night_text, return_inverse=True)
+    start = np.array([s['start'].timestamp() for s in sess], dtype=np.float64)
+    order = np.empty(len(sess), dtype=np.int64)        # sessions by start, then as listed
+    order[np.lexsort((np.arange(len(sess)), start))] = np.arange(len(sess))
+    sid = col['session'][ok]
+    rows = ok[np.lexsort((ok, order[sid], night_code[sid], col['phase'][ok], col['key'][ok]))]
+    key, phase, sid = col['key'][rows], col['phase'][rows], col['session'][rows]
+    code = night_code[sid]
+    cut, first, last = _slices(key, phase, code)
+    night_vals = np.split(vals[rows], cut)
+    y = _per_size(np.log(vals[rows]), first, last, hodges_lehmann_rows)
+    secs = _night_seconds(history, night_code, key[first], phase[first], code[first])
+    systems = np.array([k[0] for k in history.keys], dtype=object)[key[first]]
     out = {}
-    for system, labels in nights_of.items():
-        out[system] = (sorted(labels), [])
-    index = {system: {n: i for i, n in enumerate(out[system][0])} for system in out}
-    for (kid, ph), by_night in per_series.items():
-        key = history.keys[kid]
-        system = key[0]
-        secs_of = {}
-        for sid, v in seconds.get((kid, ph), ()):
-            secs_of.setdefault(history.sessions[sid]['night'], []).append(v)
-        t, y, vals, sids, secs = [], [], [], [], []
-        for night in sorted(by_night):
-            parts = by_night[night]
-            v = np.concatenate([p[1] for p in parts])
-            t.append(index[system][night])
-            y.append(hodges_lehmann(np.log(v)))
-            vals.append(v)
-            sids.append(parts[-1][0])
-            sec = secs_of.get(night)
-            secs.append(small_median(np.concatenate(sec)) if sec else np.nan)
-        out[system][1].append(SeriesLevel(key + (PHASES[ph],), kid, ph, t, y, vals, sids, secs))
+    for system in dict.fromkeys(systems.tolist()):
+        mine = code[first][systems == system]
+        out[system] = ([str(labels[c]) for c in np.unique(mine)], [])
+    t_of = {system: np.searchsorted(np.unique(code[first][systems == system]), code[first])
+            for system in out}
+    series = np.flatnonzero(np.concatenate([[True], (np.diff(key[first]) != 0) |
+                                            (np.diff(phase[first]) != 0)]))
+    for a, b in zip(series, np.append(series[1:], first.size)):
+        kid, ph, system = int(key[first[a]]), int(phase[first[a]]), systems[a]
+        out[system][1].append(SeriesLevel(
+            history.keys[kid] + (PHASES[ph],), kid, ph, t_of[system][a:b], y[a:b],
+            night_vals[a:b], sid[last[a:b]], secs[a:b]))
     return out
+
+
+def _slices(*cols):
+    """(cuts, first, last): where sorted columns change together, as np.split's cut points and
+    each slice's first and last index."""
+    change = np.zeros(len(cols[0]) - 1, dtype=bool)
+    for c in cols:
+        change |= np.diff(c) != 0
+    cut = np.flatnonzero(change) + 1
+    return cut, np.concatenate([[0], cut]), np.concatenate([cut, [len(cols[0])]]) - 1
+
+
+def _per_size(x, first, last, stat_rows):
+    """stat_rows(2-D array) of every slice x[first[g]:last[g] + 1], rows of one size at once."""
+    size = last - first + 1
+    out = np.empty(size.size)
+    for n in np.unique(size):
+        g = np.flatnonzero(size == n)
+        out[g] = stat_rows(x[first[g][:, None] + np.arange(n)])
+    return out
+
+
+def _night_seconds(history, night_code, key, phase, code):
+    """The median phase time of each (key, phase, night code) asked: of every repetition with a
+    time that night (NaN: none)."""
+    col = history.col
+    has = np.flatnonzero(np.isfinite(col['seconds']))
+    if not has.size:
+        return np.full(key.size, np.nan)
+    k, p, c = col['key'][has], col['phase'][has], night_code[col['session'][has]]
+    o = np.lexsort((c, p, k))
+    k, p, c, s = k[o], p[o], c[o], col['seconds'][has][o]
+    _, first, last = _slices(k, p, c)
+    med = _per_size(s, first, last, median_rows)
+    span = int(c.max()) + 1
+    found = (k[first] * len(PHASES) + p[first]) * span + c[first]
+    want = (key * len(PHASES) + phase) * span + code
+    at = np.searchsorted(found, want)
+    at = np.minimum(at, found.size - 1)
+    return np.where(found[at] == want, med[at], np.nan)
 
 
 def attach_reruns(systems, reruns):

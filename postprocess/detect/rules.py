@@ -117,14 +117,16 @@ class _Usual:
 
 
 def trailing_medians(x, window):
-    """[median of the finite values of x[max(0, m - window):m]] for every m (NaN where none)."""
+    """[median of the finite values of x[max(0, m - window):m]] for every m (NaN where none):
+    each window sorted (NaN last), its middle read at its own count of finite values."""
     x = np.asarray(x, dtype=np.float64)
     padded = np.concatenate([np.full(window, np.nan), x])
-    rows = np.lib.stride_tricks.sliding_window_view(padded, window)[:len(x)]
+    rows = np.sort(np.lib.stride_tricks.sliding_window_view(padded, window)[:len(x)], axis=1)
+    count = np.isfinite(rows).sum(axis=1)
     out = np.full(len(x), np.nan)
-    some = np.isfinite(rows).any(axis=1)
-    if some.any():
-        out[some] = np.nanmedian(rows[some], axis=1)
+    some = np.flatnonzero(count)
+    k = count[some]
+    out[some] = (rows[some, (k - 1) // 2] + rows[some, k // 2]) / 2.0
     return out
 
 

@@ -44,17 +44,18 @@ FROM {sess} GROUP BY session ORDER BY first
 """
 
 ROWS_SQL = """
-WITH k AS (SELECT *, row_number() OVER (ORDER BY first) - 1 AS key FROM ({keys})),
+WITH k AS (SELECT *, row_number() OVER (ORDER BY first) - 1 AS key,
+                  {backend} = '{base}' AS is_base,
+                  CASE WHEN regexp_matches({ranks}, '^[0-9]+$') THEN CAST({ranks} AS BIGINT)
+                       ELSE -1 END AS ranks
+           FROM ({keys})),
 s AS (SELECT session, row_number() OVER (ORDER BY first) - 1 AS sid FROM ({slist})),
-r AS (SELECT r.run_id, k.key, s.sid, r.t, x.night, r.params
+r AS (SELECT r.run_id, k.key, s.sid, r.t, x.night, k.is_base, k.ranks
       FROM {runs} r JOIN k USING (system, partition, environ, "check", params)
       JOIN {sess} x USING (run_id) JOIN s ON s.session = x.session),
 rows AS (
   SELECT r.run_id AS run, r.key, {phase} AS phase, p.rep, p.bytes, p.seconds, r.sid AS session,
-         r.t AS time, p.bytes / p.seconds / {mib} AS bw_MiBps,
-         {backend} = '{base}' AS is_base,
-         CASE WHEN regexp_matches({ranks}, '^[0-9]+$') THEN CAST({ranks} AS BIGINT) ELSE -1 END
-           AS ranks
+         r.t AS time, p.bytes / p.seconds / {mib} AS bw_MiBps, r.is_base, r.ranks
   FROM {reps} p JOIN r USING (run_id) WHERE p.phase IN {phases}),
 base AS (
   SELECT session, phase, ranks, median(bw_MiBps) AS med FROM rows WHERE is_base GROUP BY ALL),
@@ -131,7 +132,7 @@ class History:
         got = con.execute(ROWS_SQL.format(
             keys=keys_sql, slist=slist_sql, runs=runs_rel, sess=sess, reps=reps_rel,
             phase=PHASE_CASE, mib=MiB, base=BASELINE_BACKEND,
-            backend=param_sql('r.params', 'backend'), ranks=param_sql('r.params', 'ranks'),
+            backend=param_sql('params', 'backend'), ranks=param_sql('params', 'ranks'),
             phases='(' + ', '.join(f"'{p}'" for p in PHASES) + ')')).fetchnumpy()
         ints = ('key', 'run', 'phase', 'rep', 'session')
         self.col = {n: np.asarray(got[n], dtype=np.int64 if n in ints else np.float64)
@@ -182,26 +183,21 @@ class History:
         return self._groups[value]
 
     def _make_groups(self, value):
-        """The grouping is SQL over the columns: rows ordered by key, phase, session start,
-        one slice per (key, phase, session); the values stay numpy."""
+        """Rows ordered by key, phase, session start (then session), one slice per (key, phase,
+        session), in row order within it; the values stay numpy."""
         out = {}
         vals = self.col[value]
-        finite = np.isfinite(vals)
-        if not finite.any():
+        idx = np.flatnonzero(np.isfinite(vals))
+        if not idx.size:
             return out
-        con = engine.connect()
-        name = engine.temp_name('hist_cols')
         start = np.array([s['start'].timestamp() for s in self.sessions], dtype=np.float64)
-        idx = np.flatnonzero(finite)
-        con.register(name, {'i': idx, 'key': self.col['key'][idx], 'phase': self.col['phase'][idx],
-                            'session': self.col['session'][idx],
-                            'start': start[self.col['session'][idx]]})
-        got = con.execute(f'SELECT key, phase, session, list(i ORDER BY i) AS rows FROM {name} '
-                          f'GROUP BY key, phase, session ORDER BY key, phase, any_value(start), '
-                          f'session').fetchall()
-        con.unregister(name)
-        for k, p, s, rows in got:
-            out.setdefault((k, p), []).append((s, vals[np.asarray(rows, dtype=np.int64)]))
+        key, phase, sess = self.col['key'][idx], self.col['phase'][idx], self.col['session'][idx]
+        order = np.lexsort((idx, sess, start[sess], phase, key))
+        idx, key, phase, sess = idx[order], key[order], phase[order], sess[order]
+        cut = np.flatnonzero((np.diff(key) != 0) | (np.diff(phase) != 0) | (np.diff(sess) != 0)) + 1
+        heads = np.concatenate([[0], cut]).tolist()
+        for h, part in zip(heads, np.split(vals[idx], cut)):
+            out.setdefault((int(key[h]), int(phase[h])), []).append((int(sess[h]), part))
         return out
 
     def reference_bands(self):
