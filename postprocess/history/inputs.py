@@ -129,9 +129,10 @@ def this_run_rows(run_dir):
         return []
 
 
-def source_rows(args, diag, this_run=True):
+def source_rows(args, diag, this_run=True, kind='TABLE'):
     """A table of the engine with store rows of the non-store sources (perflogs, DB, this run),
-    a run found in several counted once; None when there is none."""
+    a run found in several counted once; None when there is none. ``kind='VIEW'``: a view, for
+    a caller that reads the rows once (import: 10^7 rows streamed to Parquet, not kept)."""
     con = engine.connect()
     texts = []          # (table, priority)
     if args.db:
@@ -168,7 +169,7 @@ def source_rows(args, diag, this_run=True):
             and not args.db and not getattr(args, 'store', None):
         raise _no_lines(args, diag)
     rows = engine.temp_name('source_rows')
-    con.execute(f'CREATE TEMP TABLE {rows} AS {store.rows_sql(runs, reps, "")}')
+    con.execute(f'CREATE TEMP {kind} {rows} AS {store.rows_sql(runs, reps, "")}')
     return rows
 
 

@@ -17,8 +17,6 @@ times and perf values are SQL (``TEXT_RUNS_SQL``), and so are the reasons a line
 import os
 import re
 
-import numpy as np
-
 from postprocess.history import engine
 
 PHASES = ('write', 'read')
@@ -60,11 +58,12 @@ def find_perflogs(root):
     return found
 
 
-def _lines_sql(path, code):
-    """SELECT file, lineno, line of one file, read by DuckDB's CSV reader as one column (rows
-    are lines, blank ones NULL; a line that is not UTF-8 reads as NULL, as a blank one)."""
-    return (f"SELECT {code}::INTEGER AS file, row_number() OVER () AS lineno, "
-            f"rtrim(coalesce(line, ''), chr(13)) AS line FROM read_csv({engine.quote(path)}, "
+def _lines_sql(path):
+    """SELECT lineno, line of one file, read by DuckDB's CSV reader as one column (rows are
+    lines; a line that is not UTF-8 reads as NULL, as a blank one). Numbering the lines is a
+    single-threaded window: nothing else is done in it (the caller keeps the result as a table
+    and works on that in parallel)."""
+    return (f"SELECT row_number() OVER () AS lineno, line FROM read_csv({engine.quote(path)}, "
             f"header = false, delim = chr(1), quote = '', escape = '', new_line = '\\n', "
             f"columns = {{'line': 'VARCHAR'}}, auto_detect = false, strict_mode = false, "
             f"ignore_errors = true)")
@@ -159,37 +158,37 @@ FROM t
 
 
 
-def load_text_runs(roots, diag, nights=None):
-    """A DuckDB table of every perflog line under ``roots`` (one text run per line, ``bad``
-    saying why a line cannot be used) and {file code: path}. ``nights``: only the lines
-    completed on those dates (and every header): the cost then does not grow with the
-    history. A root that does not exist, or a file that cannot be read, is a diagnostic."""
+def text_runs(roots, diag, nights=None):
+    """The text runs (history/parse.py TEXT_COLUMNS) of every perflog line under ``roots``: a
+    table name. ``run_id`` follows the order read (files in order, lines in order; header and
+    blank lines take a number too), ``source`` is ``path:line``. ``nights``: only the lines
+    completed on those dates (and every header): the cost then does not grow with the history.
+    A root that does not exist, or a file that cannot be read, is a diagnostic."""
     con = engine.connect()
-    name = engine.temp_name('perflog_text')
+    name = engine.temp_name('perflog_runs')
     headers = engine.temp_name('perflog_headers')
     chunk = engine.temp_name('perflog_lines')
+    cands = engine.temp_name('perflog_header_lines')
     con.execute(f'CREATE TEMP TABLE {headers} (file INTEGER, lineno BIGINT, fixed VARCHAR[], '
                 f'perfvars VARCHAR[])')
     contract = '[' + ', '.join(engine.quote(f) for f in CONTRACT_FIELDS) + ']'
-    lines_sql = LINES_SQL.format(chunk=chunk, headers=headers, contract=contract,
-                                 ncontract=len(CONTRACT_FIELDS), header_of='NULL::BIGINT',
-                                 header_lines='(-1)')
-    select = TEXT_RUNS_SQL.format(lines=lines_sql)
-    con.execute(f'CREATE TEMP TABLE {chunk} (file INTEGER, lineno BIGINT, line VARCHAR)')
-    con.execute(f'CREATE TEMP TABLE {name} AS {select}')
-    day = ''
+    from postprocess.history.parse import TEXT_COLUMNS
+    cols = ', '.join(f'NULL::{t} AS {engine.ident(n)}' for n, t in TEXT_COLUMNS)
+    con.execute(f'CREATE TEMP TABLE {name} AS SELECT {cols} LIMIT 0')
+    keep = ''
     if nights is not None:
         days = sorted(set(nights))
-        day = ' OR left(line, 10) IN (' + ', '.join(engine.quote(d) for d in days) + ')' \
-            if days else ''
-    paths = {}
+        keep = " WHERE starts_with(line, 'job_completion_time')" + (
+            ' OR left(line, 10) IN (' + ', '.join(engine.quote(d) for d in days) + ')'
+            if days else '')
+    clean = f"(SELECT lineno, rtrim(coalesce(line, ''), chr(13)) AS line FROM {chunk}"
+    code, offset = 0, 0
     for root in ([roots] if isinstance(roots, (str, os.PathLike)) else roots):
         if not os.path.exists(root):
             diag.add(os.fspath(root), 'no such file or directory')
             continue
         for path in find_perflogs(root):
-            code = len(paths)
-            paths[code] = path
+            code += 1
             try:
                 with open(path, 'rb') as fp:
                     if not fp.read(1):
@@ -197,41 +196,27 @@ def load_text_runs(roots, diag, nights=None):
             except OSError as err:
                 diag.add(path, f'cannot read: {err.strerror}')
                 continue
-            where = '' if nights is None else \
-                f" WHERE starts_with(line, 'job_completion_time'){day}"
-            lines = f'(SELECT * FROM ({_lines_sql(path, code)}){where})'
-            # headers first (a pass that keeps nothing else), then every line streamed once
-            con.execute(f'INSERT INTO {headers} ' + HEADERS_SQL.format(chunk=lines))
+            con.execute(f'CREATE OR REPLACE TEMP TABLE {chunk} AS SELECT * FROM '
+                        f'({_lines_sql(path)}){keep}')
+            # headers (a filter on the numbered lines), then every line under its header
+            # (the few candidates kept apart first: filtered inside HEADERS_SQL, every line was
+            # split before the filter)
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {cands} AS SELECT {code} AS file, * FROM "
+                        f"{clean} WHERE starts_with(line, 'job_completion_time'))")
+            con.execute(f'INSERT INTO {headers} ' + HEADERS_SQL.format(chunk=cands))
             marks = [n for (n,) in con.execute(f'SELECT lineno FROM {headers} WHERE file = {code} '
                                                f'ORDER BY lineno DESC').fetchall()]
             header_of = ('CASE ' + ' '.join(f'WHEN lineno > {n} THEN {n}' for n in marks) + ' END'
                          if marks else 'NULL::BIGINT')
-            con.execute(f'INSERT INTO {name} ' + TEXT_RUNS_SQL.format(lines=LINES_SQL.format(
-                chunk=lines, headers=headers, contract=contract, ncontract=len(CONTRACT_FIELDS),
-                header_of=header_of,
-                header_lines='(' + ', '.join(map(str, marks or [-1])) + ')')))
-    con.execute(f'DROP TABLE {headers}; DROP TABLE {chunk}')
-    return name, paths
-
-
-def text_runs(roots, diag, nights=None):
-    """The text runs (history/parse.py TEXT_COLUMNS) of every perflog line under ``roots``,
-    numbered in the order read (files in order, lines in order): a table name."""
-    raw, paths = load_text_runs(roots, diag, nights)
-    con = engine.connect()
-    files = engine.temp_name('perflog_files')
-    con.register(files, {'file': np.array(list(paths), dtype=np.int32),
-                         'path': np.array(list(paths.values()), dtype=object)})
-    name = engine.temp_name('perflog_runs')
-    con.execute(f'''CREATE TEMP TABLE {name} AS
-        SELECT (row_number() OVER () - 1) AS run_id,
-               p.path || ':' || lineno AS source, bad, t, tzoff, system, partition, environ,
-               "check", params, jobid, result, reframe, reps_text, prov_text, perf,
-               NULL::VARCHAR AS session, NULL::DOUBLE AS session_start,
-               NULL::INTEGER AS session_tzoff, NULL::VARCHAR AS testcase
-        FROM {raw} r JOIN {files} p USING (file)''')
-    con.unregister(files)
-    con.execute(f'DROP TABLE {raw}')
+            runs = TEXT_RUNS_SQL.format(lines=LINES_SQL.format(
+                chunk=f'(SELECT {code} AS file, * FROM {clean}))', headers=headers,
+                contract=contract, ncontract=len(CONTRACT_FIELDS), header_of=header_of,
+                header_lines='(' + ', '.join(map(str, marks or [-1])) + ')'))
+            con.execute(f'INSERT INTO {name} SELECT {offset} + lineno - 1 AS run_id, '
+                        f'{engine.quote(path + ":")} || lineno AS source, * EXCLUDE (file, lineno), '
+                        f'NULL, NULL, NULL, NULL FROM ({runs})')
+            offset += con.execute(f'SELECT coalesce(max(lineno), 0) FROM {chunk}').fetchone()[0]
+    con.execute(f'DROP TABLE {headers}; DROP TABLE IF EXISTS {chunk}; DROP TABLE IF EXISTS {cands}')
     return name
 
 

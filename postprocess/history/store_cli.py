@@ -36,7 +36,7 @@ def run_import(args):
     if os.path.exists(target) and not os.path.isdir(target):
         raise UsageError(f"not a directory: --store '{target}'")
     diag = perflog.Diagnostics()
-    rows = inputs.source_rows(args, diag, this_run=False)
+    rows = inputs.source_rows(args, diag, this_run=False, kind='VIEW')
     con = engine.connect()
     name = f'import-{store.source_id(*args.perflogs, *([args.db] if args.db else []))}'
     where = inputs.row_filter(args)
@@ -48,12 +48,12 @@ def run_import(args):
                   f's.system = e.system AND s.partition = e.partition AND s.environ = e.environ '
                   f'AND s."check" = e."check" AND s.jobid = e.jobid AND '
                   f'floor(epoch(s.time)) = floor(epoch(e.time)))')
-    select = f'SELECT * FROM {rows} e WHERE {where}'
-    nruns, nrows = con.execute(f'SELECT count(DISTINCT testcase), count(*) FROM ({select})').fetchone()
-    if not nrows:
+    written = store.write(f'SELECT * FROM {rows} e WHERE {where}', target, name)
+    if not written:         # counted from what was written: the rows are made once
         raise UsageError(f"nothing to import from {', '.join(args.perflogs + ([args.db] if args.db else []))}"
                          f" that '{target}' does not hold already")
-    written = store.write(select, target, name)
+    nruns, nrows = con.execute(f'SELECT count(DISTINCT testcase), count(*) FROM '
+                               f'{store.scan_sql(written)}').fetchone()
     inputs._report(diag)
     print(f'{nruns} runs, {nrows} rows -> {len(written)} files in {target}')
     return 0
