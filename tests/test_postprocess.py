@@ -255,3 +255,28 @@ def test_efficiency_uses_the_baseline_of_the_runs_rank_count(tmp_path):
                         hist.col['rep'][i])]
         want = 2 * e0 if r2[i] else e0
         assert hist.col['efficiency'][i] == pytest.approx(want, rel=1e-9)
+
+
+def test_every_night_of_the_named_series_and_the_latest_of_the_others():
+    """A cold report judges every night only of the series it draws (detect's every_night): those
+    findings, and every series' and group's latest night, are the ones full detection gives."""
+    runs, _ = read_perflogs(SYNTH)
+    history = History(runs)
+    full = detect(history, nights_from='2026-11-06')
+    asked = []
+
+    def named(latest):
+        asked.append(latest)
+        return {(f['system'], f['partition'], f['environ'], f['check'], f['params'], f['phase'])
+                for f in latest if f['status'] == 'regression'}
+    part = detect(history, nights_from='2026-11-06', every_night=named)
+    key = lambda f: (f['system'], f['partition'], f['environ'], f['check'], f['params'],  # noqa
+                     f['phase'])
+    last = {}
+    for f in full:
+        last[key(f)] = max(last.get(key(f), ''), f['night'])
+    assert sorted(map(repr, asked[0])) == sorted(repr(f) for f in full if f['night'] == last[key(f)])
+    wanted = named(asked[0])
+    assert wanted and len(wanted) < len(last)
+    assert sorted(map(repr, part)) == sorted(
+        repr(f) for f in full if key(f) in wanted or f['night'] == last[key(f)])

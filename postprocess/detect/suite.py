@@ -23,11 +23,14 @@ LOW_STATUSES = ('regression', 'degraded', 'noisy')
 
 
 def detect(history, value='bw_MiBps', latest_only=False, acceptances=(), reruns=None,
-           matches=None, nights_from=None, **options):
+           matches=None, nights_from=None, every_night=None, **options):
     """Findings for each series and group night (``latest_only``: each one's latest night;
     ``nights_from``: only nights from this label on), sorted by night. ``reruns``:
     levels.read_reruns' {series key: {night: values}} of confirmation re-runs; ``acceptances``:
-    records of postprocess/accept/ (``matches`` their matcher)."""
+    records of postprocess/accept/ (``matches`` their matcher). ``every_night``: a function of
+    the findings of each series' and group's latest night (from ``nights_from``) that names the
+    series keys (key fields + phase) whose earlier nights are wanted too; the others' are not
+    judged (a report circles the nights of the few series it draws)."""
     opt = with_overrides(options)
     systems = levels_mod.build(history, value)
     if reruns:
@@ -36,22 +39,40 @@ def detect(history, value='bw_MiBps', latest_only=False, acceptances=(), reruns=
         if matches is None:
             from postprocess.accept.apply import matches
         levels_mod.attach_acceptances(systems, acceptances, matches)
-    out = []
-    for system, (nights, levels) in systems.items():
-        first = 0 if nights_from is None else bisect.bisect_left(nights, nights_from)
-        out += _judge_system(history, system, nights, levels, opt, latest_only, value, first)
+    first = {system: 0 if nights_from is None else bisect.bisect_left(nights, nights_from)
+             for system, (nights, _) in systems.items()}
+
+    def judged(pick_series, pick_groups):
+        return [f for system, (nights, levels) in systems.items()
+                for f in _judge_system(history, system, nights, levels, opt, value,
+                                       lambda lv: pick_series(lv, first[system]),
+                                       pick_groups and (lambda g: pick_groups(g, first[system])))]
+    if every_night is None:
+        out = judged(*(2 * ([_latest] if latest_only else [_in_range])))
+    else:
+        out = judged(_latest_in_range, _latest_in_range)
+        keys = set(every_night(list(out)))
+        out += judged(lambda lv, a: _in_range(lv, a)[:-1] if lv.key in keys else (), None)
     out.sort(key=lambda f: (f['night'], f['scope'] == 'series', f['check'], f['params'],
                             f['phase']))
     return out
 
 
-def _positions(lv, latest_only, first=0):
-    if latest_only:
-        return [len(lv) - 1]
+def _latest(lv, first):
+    return [len(lv) - 1]
+
+
+def _in_range(lv, first):
     return range(int(np.searchsorted(lv.t, first)), len(lv))
 
 
-def _judge_system(history, system, nights, levels, opt, latest_only, value, first=0):
+def _latest_in_range(lv, first):
+    return _in_range(lv, first)[-1:]
+
+
+def _judge_system(history, system, nights, levels, opt, value, pick, pick_groups):
+    """Findings of a system's levels at the positions ``pick(level)`` gives, and of its groups at
+    ``pick_groups(group)`` (None: no group judged)."""
     fio = {}            # (partition, phase_id) -> {night index: (judgement, change)}
     for lv in levels:
         if levels_mod.is_baseline(lv.params):
@@ -64,9 +85,12 @@ def _judge_system(history, system, nights, levels, opt, latest_only, value, firs
         fio_low = busy.get((lv.partition, lv.phase_id), frozenset())
         if levels_mod.is_baseline(lv.params):
             fio_low = frozenset()       # fio is the reading, not something it could excuse
-        positions = _positions(lv, latest_only, first)
-        for m, j in zip(positions, judge(lv, opt, fio_low, positions)):
-            out.append(_series_finding(history, lv, m, j, nights, value, opt))
+        positions = pick(lv)
+        if len(positions):
+            for m, j in zip(positions, judge(lv, opt, fio_low, positions)):
+                out.append(_series_finding(history, lv, m, j, nights, value, opt))
+    if pick_groups is None:
+        return out
     devs = {}
 
     def devs_of(lv):
@@ -75,7 +99,7 @@ def _judge_system(history, system, nights, levels, opt, latest_only, value, firs
         return devs[id(lv)]
     for g in groups_mod.build(system, levels, opt):
         fio_low = busy.get((g.partition, g.phase_id), frozenset())
-        positions = _positions(g, latest_only, first)
+        positions = pick_groups(g)
         for m, j in zip(positions, judge(g, opt, fio_low, positions)):
             f = _group_finding(g, m, j, nights, fio.get((g.partition, g.phase_id), {}), devs_of)
             out.append(f)
