@@ -48,7 +48,8 @@ def detect(history, value='bw_MiBps', latest_only=False, acceptances=(), reruns=
                                        lambda lv: pick_series(lv, first[system]),
                                        pick_groups and (lambda g: pick_groups(g, first[system])))]
     if every_night is None:
-        out = judged(*(2 * ([_latest] if latest_only else [_in_range])))
+        pick = _latest if latest_only else _in_range
+        out = judged(pick, pick)
     else:
         out = judged(_latest_in_range, _latest_in_range)
         keys = set(every_night(list(out)))
@@ -86,9 +87,8 @@ def _judge_system(history, system, nights, levels, opt, value, pick, pick_groups
         if levels_mod.is_baseline(lv.params):
             fio_low = frozenset()       # fio is the reading, not something it could excuse
         positions = pick(lv)
-        if len(positions):
-            for m, j in zip(positions, judge(lv, opt, fio_low, positions)):
-                out.append(_series_finding(history, lv, m, j, nights, value, opt))
+        for m, j in zip(positions, judge(lv, opt, fio_low, positions)):
+            out.append(_series_finding(history, lv, m, j, nights, value, opt))
     if pick_groups is None:
         return out
     devs = {}
