@@ -10,9 +10,9 @@ lines as ``<var>=<value>|<unit>|<ref>|<lower>|<upper>``. Checks of one class may
 variables than the header names (a +gpfs read that could not defeat the cache logs
 read_cache_defeated instead of read_bw): such a line's perf groups are read from the line itself.
 
-Python only cuts files into numbered lines; the fields, the header each line falls under, the
-times and perf values are SQL (``TEXT_RUNS_SQL``), and so are the reasons a line is skipped,
-``file:line: reason`` (``history/parse.py`` goes on with parameters and repetitions).
+DuckDB reads each file into a table of numbered lines; the fields, the header each line falls
+under, the times and perf values are SQL on it (``TEXT_RUNS_SQL``), and so are the reasons a line
+is skipped, ``file:line: reason`` (``history/parse.py`` goes on with parameters and repetitions).
 """
 import os
 import re
