@@ -15,6 +15,7 @@ import numpy as np
 from postprocess.common.stats import hodges_lehmann, hodges_lehmann_rows, median_rows
 from postprocess.detect.rules import Level, trailing_medians
 from postprocess.history.perflog import PHASES
+from postprocess.history.table import slices
 
 BASELINE = 'backend=fio'
 
@@ -88,7 +89,7 @@ def build(history, value='bw_MiBps'):
     rows = ok[np.lexsort((ok, order[sid], night_code[sid], col['phase'][ok], col['key'][ok]))]
     key, phase, sid = col['key'][rows], col['phase'][rows], col['session'][rows]
     code = night_code[sid]
-    cut, first, last = _slices(key, phase, code)
+    cut, first, last = slices(key, phase, code)
     night_vals = np.split(vals[rows], cut)
     y = _per_size(np.log(vals[rows]), first, last, hodges_lehmann_rows)
     secs = _night_seconds(history, night_code, key[first], phase[first], code[first])
@@ -107,16 +108,6 @@ def build(history, value='bw_MiBps'):
             history.keys[kid] + (PHASES[ph],), kid, ph, t_of[system][a:b], y[a:b],
             night_vals[a:b], sid[last[a:b]], secs[a:b]))
     return out
-
-
-def _slices(*cols):
-    """(cuts, first, last): where sorted columns change together, as np.split's cut points and
-    each slice's first and last index."""
-    change = np.zeros(len(cols[0]) - 1, dtype=bool)
-    for c in cols:
-        change |= np.diff(c) != 0
-    cut = np.flatnonzero(change) + 1
-    return cut, np.concatenate([[0], cut]), np.concatenate([cut, [len(cols[0])]]) - 1
 
 
 def _per_size(x, first, last, stat_rows):
@@ -139,7 +130,7 @@ def _night_seconds(history, night_code, key, phase, code):
     k, p, c = col['key'][has], col['phase'][has], night_code[col['session'][has]]
     o = np.lexsort((c, p, k))
     k, p, c, s = k[o], p[o], c[o], col['seconds'][has][o]
-    _, first, last = _slices(k, p, c)
+    _, first, last = slices(k, p, c)
     med = _per_size(s, first, last, median_rows)
     span = int(c.max()) + 1
     found = (k[first] * len(PHASES) + p[first]) * span + c[first]

@@ -194,9 +194,8 @@ class History:
         key, phase, sess = self.col['key'][idx], self.col['phase'][idx], self.col['session'][idx]
         order = np.lexsort((idx, sess, start[sess], phase, key))
         idx, key, phase, sess = idx[order], key[order], phase[order], sess[order]
-        cut = np.flatnonzero((np.diff(key) != 0) | (np.diff(phase) != 0) | (np.diff(sess) != 0)) + 1
-        heads = np.concatenate([[0], cut]).tolist()
-        for h, part in zip(heads, np.split(vals[idx], cut)):
+        cut, heads, _ = slices(key, phase, sess)
+        for h, part in zip(heads.tolist(), np.split(vals[idx], cut)):
             out.setdefault((int(key[h]), int(phase[h])), []).append((int(sess[h]), part))
         return out
 
@@ -233,6 +232,16 @@ class History:
                        efficiency=float(self.col['efficiency'][i]), result=run['result'])
             out.append(row)
         return out
+
+
+def slices(*cols):
+    """(cuts, first, last): where sorted columns change together, as np.split's cut points and
+    each slice's first and last index."""
+    change = np.zeros(len(cols[0]) - 1, dtype=bool)
+    for c in cols:
+        change |= np.diff(c) != 0
+    cut = np.flatnonzero(change) + 1
+    return cut, np.concatenate([[0], cut]), np.concatenate([cut, [len(cols[0])]]) - 1
 
 
 def filter_runs(runs, system=None, date_from=None, date_to=None):
