@@ -5,8 +5,11 @@ accepting a change once it has been red for 7 nights (the history restarts at it
   before it (at least 7 of them);
 - Apache Otava with its defaults (E-divisive, p 0.001, window 50) over the series up to tonight:
   red when a change point falls on one of the two newest nights and the newer segment is lower.
-A change is a series' consecutive red nights (fixed) or its change point (Otava).
+- rules on the last nights alone: red when 3 of the last 3 (or 2 of the last 2) nights lie 30 %
+  or more below the median of the 14 nights before them (the steps' own definition as a rule).
+A change is a series' consecutive red nights (fixed, last nights) or its change point (Otava).
 """
+import functools
 import numpy as np
 
 
@@ -28,6 +31,30 @@ def fixed(values, drop=0.20, window=14, least=7):
         if count >= 7:
             acc, run_start, count = run_start, None, 0
     return out
+
+
+def last_nights(values, nights=3, need=3, drop=0.30, window=14):
+    """{position: (red, since position)}: production_score.run_rule_red, accepting a change after
+    7 red nights as the others do (the history restarts at its start)."""
+    from bench.production_score import run_rule_red
+    out, acc, count, run_start = {}, 0, 0, None
+    for m in range(len(values)):
+        if m - acc < window + nights - 1:
+            continue
+        red = bool(run_rule_red(values[acc:m + 1], drop, window, nights, need)[-1])
+        if not red:
+            out[m], run_start, count = (False, None), None, 0
+            continue
+        run_start = m - nights + 1 if run_start is None else run_start
+        count += 1
+        out[m] = (True, run_start)
+        if count >= 7:
+            acc, run_start, count = run_start, None, 0
+    return out
+
+
+three_of_three = functools.partial(last_nights, nights=3, need=3)
+two_of_two = functools.partial(last_nights, nights=2, need=2)
 
 
 def otava(values, least=7, pvalue=0.001):

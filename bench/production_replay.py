@@ -2,7 +2,8 @@
 Apache Otava (issue 44; docs/verdicts.md).
 
     python3 -m bench.production_replay [--data ../shared/data/tokio-abc] [--perflogs DIR]
-                                       [--no-baselines] [--set NAME=VALUE ...]
+                                       [--no-baselines] [--bounds] [--png FILE]
+                                       [--set NAME=VALUE ...]
 
 TOKIO-ABC's daily IOR, HACC-IO, VPIC-IO and BD-CATS runs (bench/production_tokio.py) are written
 as perflog lines, one series per file system and benchmark, one repetition a night; `--perflogs`
@@ -58,10 +59,12 @@ def _acceptance(f, at):
             'since': f['since'], 'at': at, 'reason': 'red 7 nights (replay)'}
 
 
-def judge_partition(history, system, partition, options):
-    """Every night's findings of one platform, acceptances made as a site would."""
+def judge_partition(history, system, partition, options, accepted=None):
+    """Every night's findings of one platform, acceptances made as a site would (appended to
+    ``accepted`` when given)."""
     from postprocess.accept.apply import matches
     from postprocess.detect.suite import detect
+    made = accepted
     acceptances, done, start = [], set(), None
     findings = []
     while True:
@@ -82,6 +85,8 @@ def judge_partition(history, system, partition, options):
                     accepted = (f, later[0])
                 break
         if accepted is None:
+            if made is not None:
+                made.extend(acceptances)
             return findings
         f, at = accepted
         done.add(_change_id(f))
@@ -93,8 +98,9 @@ def platforms(history):
     return sorted({k[:2] for k in history.keys})
 
 
-def score_ioregress(history, findings_of):
-    """{platform: scores} of the verdict's findings."""
+def score_ioregress(history, findings_of, accepted_of=None):
+    """{platform: scores} of the verdict's findings (``accepted_of``: {platform: acceptances})."""
+    from postprocess.accept.apply import matches
     from postprocess.common.findings import group_keys
     from postprocess.detect import levels as levels_mod
     out = {}
@@ -104,7 +110,9 @@ def score_ioregress(history, findings_of):
         series = {}
         for lv in levels:
             if lv.partition == partition:
-                series[lv.key] = score.Series(lv.key, [nights[t] for t in lv.t], lv.y)
+                s = series[lv.key] = score.Series(lv.key, [nights[t] for t in lv.t], lv.y)
+                s.accepted = sorted(a['at'] for a in (accepted_of or {}).get((system, partition), ())
+                                    if matches(a, system, partition, lv.key[3], lv.key[4]))
         by_night = {}
         red = {}
         for f in findings:
@@ -178,6 +186,80 @@ def table(name, scores):
     return '\n'.join(lines)
 
 
+def roc_point(scores):
+    """{platform or 'all': (share of degradations shown within 7 nights, share of the series-nights
+    outside every degradation shown)} (shown: red or degraded)."""
+    out, tot = {}, [0, 0, 0, 0]
+    for platform, s in sorted(scores.items()):
+        parts = (s['caught'], s['regions'], s['outside_shown'], s['outside'])
+        out[platform] = (parts[0] / max(parts[1], 1), parts[2] / max(parts[3], 1))
+        tot = [t + p for t, p in zip(tot, parts)]
+    out['all'] = (tot[0] / max(tot[1], 1), tot[2] / max(tot[3], 1))
+    return out
+
+
+def roc_table(points):
+    """points: {method: roc_point}."""
+    platforms = [p for p in next(iter(points.values())) if p != 'all'] + ['all']
+    head = ''.join(f'{(p if p == "all" else p[1]):>18s}' for p in platforms)
+    lines = ['degradations shown within 7 nights / other series-nights shown',
+             f'  {"":34s}{head}']
+    for method, pts in points.items():
+        lines.append(f'  {method:34s}' + ''.join(
+            f'{100 * pts[p][0]:8.0f}% /{100 * pts[p][1]:5.1f}%' for p in platforms))
+    return '\n'.join(lines)
+
+
+def roc_png(points, path):
+    """The methods' pooled points (and per platform, small) in one figure."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
+    for i, (method, pts) in enumerate(points.items()):
+        colour = f'C{i}'
+        for platform, (tpr, fpr) in pts.items():
+            if platform != 'all':
+                ax.plot(100 * fpr, 100 * tpr, 'o', color=colour, alpha=0.35, ms=4)
+        tpr, fpr = pts['all']
+        ax.plot(100 * fpr, 100 * tpr, 'o', color=colour, ms=9, label=method)
+    ax.axhline(80, color='grey', lw=0.6, ls=':')
+    ax.axvline(3, color='grey', lw=0.6, ls=':')
+    ax.set_xscale('symlog', linthresh=1)
+    ax.set_xlabel('series-nights outside every degradation shown (%)')
+    ax.set_ylabel('degradations shown within 7 nights (%)')
+    ax.set_ylim(0, 105)
+    ax.legend(fontsize=7, loc='lower right')
+    ax.set_title('TOKIO-ABC, four file systems (large: pooled)', fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def step_list(scores):
+    """Every step of the bench (production_score.steps) with the verdict's statuses on its ten
+    nights, and the nights inside lasting steps shown ``ok`` after their third low night."""
+    lines = ['steps (R red, d degraded, n noisy, o ok, i insufficient history, . not judged); '
+             'lasting: * (red by its third low night: yes/LATE)']
+    ok, nights, lasting, in_time = 0, 0, 0, 0
+    for (system, partition), s in sorted(scores.items()):
+        for row in s['step_rows']:
+            check = row['key'][4].split(',')[1].split('=')[1] if ',' in row['key'][4] else row['key'][3]
+            mark = ''
+            if row['lasting']:
+                lasting += 1
+                in_time += row['red_by_third']
+                ok += row['ok_after']
+                nights += row['nights_after']
+                mark = (' * yes' if row['red_by_third'] else ' * LATE') + \
+                    f', ok after: {row["ok_after"]} of {row["nights_after"]}'
+            lines.append(f'  {system}:{partition:9s} {check:26s} {row["onset"]} '
+                         f'{100 * row["size"]:+4.0f}%  {row["statuses"]:10s}{mark}')
+    lines.append(f'  lasting steps red by their third low night: {in_time} of {lasting}; their nights '
+                 f'shown ok after it (until accepted): {ok} of {nights}')
+    return '\n'.join(lines)
+
+
 def bounds(history):
     """What any verdict could reach on these series: production_score.run_rule_bound per platform
     (steps within 3 nights cost pages), and a flag on exactly the nights of every sustained
@@ -216,6 +298,8 @@ def main(argv=None):
     p.add_argument('--no-baselines', action='store_true', help='only the verdict')
     p.add_argument('--bounds', action='store_true',
                    help='also what rules on the last 1-3 nights alone could reach on steps')
+    p.add_argument('--png', metavar='FILE',
+                   help='draw every method\'s degradation point in one figure (with baselines)')
     p.add_argument('--set', action='append', default=[], metavar='NAME=VALUE',
                    help='a detection setting (postprocess/detect/options.py)')
     args = p.parse_args(argv)
@@ -227,19 +311,32 @@ def main(argv=None):
             perflogs, n = tokio.write_perflogs(args.data, tmp)
             print(f'TOKIO-ABC: {n} perflog lines ({time.time() - t0:.0f} s)')
         history = load(perflogs)
-        findings = {}
+        findings, accepted = {}, {}
         for system, partition in platforms(history):
             # ReFrame's layout, perflogs/<system>/<partition>/: each platform judged on its own
             own = os.path.join(perflogs, system, partition)
             part = load(own) if os.path.isdir(own) else history
-            findings[(system, partition)] = judge_partition(part, system, partition, options)
-        print(table('ioregress (first stage)', score_ioregress(history, findings)))
+            accepted[(system, partition)] = []
+            findings[(system, partition)] = judge_partition(part, system, partition, options,
+                                                            accepted[(system, partition)])
+        ours = score_ioregress(history, findings, accepted)
+        print(table('ioregress (first stage)', ours))
         print(f'  ({time.time() - t0:.0f} s)')
+        print(step_list(ours))
+        points = {'ioregress': roc_point(ours)}
         if not args.no_baselines:
-            print(table('fixed threshold (-20 % vs the median of 14 nights)',
-                        score_baseline(history, baselines.fixed)))
-            print(table('Apache Otava (E-divisive, p 0.001, defaults)',
-                        score_baseline(history, baselines.otava)))
+            for name, method in (('fixed threshold (-20 % vs the median of 14 nights)',
+                                  baselines.fixed),
+                                 ('Apache Otava (E-divisive, p 0.001, defaults)', baselines.otava),
+                                 ('3 of the last 3 nights 30 % low', baselines.three_of_three),
+                                 ('2 of the last 2 nights 30 % low', baselines.two_of_two)):
+                theirs = score_baseline(history, method)
+                print(table(name, theirs))
+                points[name.split(' (')[0]] = roc_point(theirs)
+        print(roc_table(points))
+        if args.png:
+            roc_png(points, args.png)
+            print(f'figure: {args.png}')
         if args.bounds:
             print(bounds(history))
     print(f'{time.time() - t0:.0f} s in all')

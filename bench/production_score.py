@@ -48,18 +48,37 @@ def sma_regions(days, values, short=14, long=49, min_days=14, depth=0.15):
     return out, below
 
 
-def steps(values, drop=0.30, after=7, before=14, need=6):
-    """Positions of a series' steps that last (module docstring)."""
+def steps(values, days=None, drop=0.30, after=7, before=14, need=6, gap=10):
+    """Positions of a series' steps that last (module docstring), dated at their real onset: the
+    first of two low nights in a row (a one-night dip before the drop is not its onset), and never
+    across a gap of more than ``gap`` days without runs inside its ``after`` nights."""
     out, last = [], -99
     lim = np.log1p(-drop)
     for i in range(before, len(values) - after + 1):
         b = np.median(values[i - before:i])
-        nxt = values[i:i + after]
-        if values[i] - b < lim and (nxt - b < lim).sum() >= need:
-            if i - last > after:
-                out.append(i)
-            last = i
+        low = values[i:i + after] - b < lim
+        if not (low[0] and low[1]) or low.sum() < need:
+            continue
+        if days is not None and np.diff(days[i:i + after]).max() > gap:
+            last = i            # a step whose onset cannot be dated: none of its nights counts
+            continue
+        if i - last > after:
+            out.append(i)
+        last = i
     return out
+
+
+def lasting(values, i, drop=0.25, before=14, later=(21, 35)):
+    """Does the step from i last: the median of its nights 21-34 still ``drop`` below the median
+    of the 14 before it?"""
+    rest = values[i + later[0]:i + later[1]]
+    return bool(rest.size) and np.median(rest) - np.median(values[i - before:i]) < np.log1p(-drop)
+
+
+def third_low(values, i, drop=0.30, before=14):
+    """The position of the step's third night 30 % below the median of the 14 before it."""
+    lows = np.flatnonzero(values[i:] - np.median(values[i - before:i]) < np.log1p(-drop))
+    return i + int(lows[min(2, lows.size - 1)])
 
 
 class Series:
@@ -70,6 +89,7 @@ class Series:
         self.days = _days(self.nights)
         self.status = {}            # night -> status
         self.since = {}             # night -> since (red)
+        self.accepted = []          # nights from which an acceptance of its applies
 
     def judged(self):
         return np.array([n in self.status for n in self.nights])
@@ -103,7 +123,7 @@ def platform_scores(series, red_changes, group=True):
     flag_nights = len({n for s in series for n in s.nights if s.status.get(n) in FLAG})
     out = dict(judged=len(nights), pages=pages, red=red_nights, flagged=flag_nights,
                regions=0, caught=0, chance=0.0, chance_onset=0.0, delays=[], red_outside=0,
-               steps=0, steps_red=0)
+               steps=0, steps_red=0, outside=0, outside_shown=0, step_rows=[])
     for s in series:
         judged, flag, red = s.judged(), s.flagged(), s.flagged(RED)
         regions, below = sma_regions(s.days, s.values)
@@ -120,14 +140,56 @@ def platform_scores(series, red_changes, group=True):
             out['chance'] += p_night
             out['chance_onset'] += p_onset
         out['red_outside'] += int((red & ~below).sum())
-        for i in steps(s.values):
+        inside = np.zeros(len(s.days), dtype=bool)
+        for a, b in regions:
+            inside |= (s.days >= a) & (s.days <= b)
+        out['outside'] += int((judged & ~inside).sum())
+        out['outside_shown'] += int((judged & ~inside & flag).sum())
+        for i in steps(s.values, s.days):
             out['steps'] += 1
             out['steps_red'] += bool(red[i:i + 3].any())
+            out['step_rows'].append(_step_row(s, i, red))
     return out
+
+
+def _step_row(s, i, red):
+    """One step for the bench's list: onset, size, the statuses of its ten nights, whether it lasts,
+    and for a lasting one: red by its third low night, and its nights shown ``ok`` from then until
+    accepted (the night an acceptance that matches it applies from) or 35 nights."""
+    third = third_low(s.values, i)
+    size = float(np.expm1(np.median(s.values[i:i + 7]) - np.median(s.values[i - 14:i])))
+    letters = ''.join(LETTER.get(s.status.get(n), '.') for n in s.nights[i:i + 10])
+    row = dict(key=s.key, onset=s.nights[i], size=size, statuses=letters,
+               lasting=lasting(s.values, i), red_by_third=bool(red[i:third + 1].any()),
+               ok_after=0, nights_after=0)
+    if row['lasting']:
+        end = min(i + 35, len(s.nights))
+        later = [a for a in s.accepted if a > s.nights[third]]
+        if later:
+            end = min(end, int(np.searchsorted(s.nights, later[0])))
+        shown = [s.status.get(n) for n in s.nights[third + 1:end]]
+        row['ok_after'] = sum(x == 'ok' for x in shown)
+        row['nights_after'] = len(shown)
+    return row
+
+
+LETTER = {'regression': 'R', 'degraded': 'd', 'noisy': 'n', 'ok': 'o', 'improvement': '+',
+          'insufficient history': 'i'}
 
 
 def per30(x, judged):
     return 30.0 * x / max(judged, 1)
+
+
+def run_rule_red(y, drop=0.30, window=14, nights=3, need=3):
+    """Per night: red by the rule of run_rule_bound."""
+    lim = np.log1p(-drop)
+    red = np.zeros(len(y), dtype=bool)
+    for j in range(window + nights - 1, len(y)):
+        s = j - nights + 1
+        low = y[s:j + 1] - np.median(y[s - window:s]) < lim
+        red[j] = low[-1] and low.sum() >= need
+    return red
 
 
 def run_rule_bound(series, drop=0.30, window=14, nights=3, need=3):
@@ -137,17 +199,12 @@ def run_rule_bound(series, drop=0.30, window=14, nights=3, need=3):
     of one platform. Returns (onsets per 30 nights, steps red within 3 nights, steps); an onset is
     a first red night, counted once for those whose runs began within 2 days of each other across
     series (as a page is), with no acceptance (every dip's onset counts)."""
-    lim = np.log1p(-drop)
     onsets, caught, total, days_all = [], 0, 0, set()
     for days, y in series:
         days_all |= set(days.tolist())
-        red = np.zeros(len(y), dtype=bool)
-        for j in range(window + nights - 1, len(y)):
-            s = j - nights + 1
-            low = y[s:j + 1] - np.median(y[s - window:s]) < lim
-            red[j] = low[-1] and low.sum() >= need
+        red = run_rule_red(y, drop, window, nights, need)
         onsets += [days[j - nights + 1] for j in np.flatnonzero(red) if not red[j - 1]]
-        st = steps(y)
+        st = steps(y, days)
         total += len(st)
         caught += sum(bool(red[i:i + 3].any()) for i in st)
     pages, last = 0, None

@@ -117,3 +117,15 @@ def test_a_step_red_seven_nights_is_accepted_and_the_nights_after_are_green(tmp_
     assert len(red) == replay.ACCEPT_AFTER           # accepted: green from then on
     assert all(f['since'] == nights[30].isoformat() for f in findings
                if f['status'] == 'regression')
+
+
+def test_a_step_is_dated_at_its_real_onset_not_at_a_dip_or_across_a_gap():
+    rng = np.random.default_rng(8)
+    v = np.log(1000 * np.exp(rng.normal(0, 0.03, 60)))
+    v[30:] += math.log(0.3)
+    v[28] += math.log(0.5)                          # a one-night dip, a normal night, the drop
+    assert score.steps(v) == [30]
+    days = _days(60).copy()
+    days[32:] += 20                                 # its first week spans 20 days without runs
+    assert score.steps(v, days) == []
+    assert score.steps(v, _days(60)) == [30]

@@ -194,3 +194,51 @@ def test_nightly_levels_at_once_are_each_nights_own():
                 assert np.array_equal(lv.vals[m], v)
                 assert lv.sids[m] == by_night[night][-1][0]
                 assert lv.secs[m] == np.median(np.concatenate(sec_by_night[night]))
+
+
+def dipped_history(n, every=5, depth=0.08, seed=11):
+    """A production-like history: quiet nights and, every ``every`` nights, a one-night dip to
+    ``depth`` of the level (a busy night), so its single nights' lower tail is very wide."""
+    rng = np.random.default_rng(seed)
+    v = 1000.0 * np.exp(rng.normal(0.0, 0.05, n))
+    v[::every] *= depth
+    return list(v)
+
+
+def test_a_step_under_one_night_dips_is_red_by_its_third_night_and_stays_red():
+    """Edison's read, 2017-08: every night 85 % down for weeks, in a history whose one-night dips
+    fell further. A run of three such nights is far less likely than one: red on the third night,
+    and never `ok` on the nights after (until the horizon makes it the new normal)."""
+    hist = dipped_history(84)
+    st = statuses(level(hist + [150.0] * 30))
+    assert st[84 + 2] == 'regression'
+    assert 'ok' not in st[84 + 2:]
+    assert statuses(level(hist + [150.0] * 3))[84] != 'regression'     # one night is no step
+
+
+def test_a_normal_night_inside_a_red_run_does_not_read_ok():
+    hist = quiet(28)
+    st = statuses(level(hist + [500.0, 500.0, 500.0, 1000.0, 500.0, 500.0]))
+    assert st[28 + 2:] == ['regression'] * 4
+
+
+def test_under_one_night_dips_a_busy_night_and_a_two_night_dip_are_never_red():
+    hist = dipped_history(84)
+    st = statuses(level(hist + [1000.0, 150.0, 1000.0, 1000.0]))
+    assert st[85] == 'ok'       # no lower than the history's own busy nights: not even noisy
+    st = statuses(level(hist + [1000.0, 150.0, 150.0, 1000.0, 1000.0, 1000.0]))
+    assert 'regression' not in st[84:]
+    st = statuses(level(quiet(28) + [600.0, 1000.0]))
+    assert st[28:] == ['noisy', 'ok']
+
+
+def test_a_run_is_judged_against_runs_of_as_many_nights():
+    """The threshold of a run's median loosens from one night to three when single nights dip
+    alone (their runs of three do not), and never asks more of a longer run."""
+    lv = level(dipped_history(84) + [1000.0])
+    rules.judge(lv, DEFAULTS)
+    us = next(iter(lv._usual.values()))
+    m = 84
+    one, three, seven = (float(us.run_low(m, k)) for k in (1, 3, 7))
+    assert three > one + 1.0            # e**1: a run of three needs far less than one night
+    assert seven >= three

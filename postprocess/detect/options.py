@@ -26,6 +26,14 @@ DEFAULTS = {
     # normal nights in a row between them, tonight low). One low night is a noisy night; on a
     # production filesystem two in a row happen every few weeks and revert.
     'step_nights': 3,
+    # A run of nights is judged as a run: its median against the medians of every run of as many
+    # nights in a row of its usual history (their lower-tail spread, `low_spread` of them), up to
+    # runs of `run_nights` (a longer run against those). A week of nights all 85 % down is far
+    # less likely than one such night, and a history of one-night dips does not hide it.
+    'run_nights': 7,
+    # The falls of runs of k nights are read over the `run_history` nights before a run (each run
+    # against the usual level at its own start): three months see a monthly busy spell three times.
+    'run_history': 84,
     # Degraded (shown, never red): `degraded_nights` low nights within `degraded_within` nights,
     # tonight one of them.
     'degraded_nights': 2,

@@ -32,6 +32,7 @@ from scipy import special
 
 NORMAL_Q10 = 1.2816         # the 90th percentile of a standard normal: spread = (B - Q10) / this
 INSUFFICIENT = 'insufficient history'
+MIN_RUNS = 5           # runs of k nights that do not overlap a usual history needs for their spread
 
 Judgement = collections.namedtuple(
     'Judgement', 'status since change z far busy confirmation reach usual spread history')
@@ -59,17 +60,21 @@ class _Usual:
     ``horizon`` nights; a history judged night by night from its first)."""
 
     def __init__(self, y, a, opt):
-        n = len(y)
+        n, K = len(y), opt['run_nights']
         self.y, self.a, self.opt = y, a, opt
         self.B = np.full(n, np.nan)
         self.lo_spread = np.full(n, np.nan)
         self.hi_spread = np.full(n, np.nan)
-        self.low = np.full(n, np.nan)
-        self.high = np.full(n, np.nan)
+        # low/high thresholds of the median of a run of k nights (column k, 1..run_nights): a
+        # run is judged against runs of as many nights of its usual history, not single nights
+        self.lowk = np.full((n, K + 1), np.nan)
+        self.highk = np.full((n, K + 1), np.nan)
+        self.low, self.high = self.lowk[:, 1], self.highk[:, 1]     # one night (views)
         self.far = np.full(n, np.nan)
         self.nights = np.zeros(n, dtype=np.int64)
         self.done = np.zeros(n, dtype=bool)
         self.done_from = n          # every start from here to the last night is computed
+        self._fall_cache = {}
 
     def need_from(self, lo):
         """Every start from ``lo`` to the last night computed."""
@@ -92,28 +97,81 @@ class _Usual:
             refs = np.lib.stride_tricks.sliding_window_view(y, w)[full - w]
             self.nights[full] = w
             if w >= least:
-                b = np.median(refs, axis=1)
-                q10, q90 = np.quantile(refs, (0.1, 0.9), axis=1)
-                self._set(full, b, q10, q90, refs.min(axis=1), w)
+                self._set(full, refs, w)
         for s in todo[todo - w < a]:
             ref = y[a:s]
             self.nights[s] = ref.size
             if ref.size >= least:
-                q10, q90 = np.quantile(ref, (0.1, 0.9))
-                self._set(s, np.median(ref), q10, q90, ref.min(), ref.size)
+                self._set(np.array([s]), ref[None, :], ref.size)
 
-    def _set(self, s, b, q10, q90, least_seen, nights):
+    def _set(self, s, refs, nights):
+        """Starts ``s`` from their usual nights ``refs`` (one row each, ``nights`` long)."""
         opt = self.opt
         floor = -math.log1p(-opt['min_effect'])
         rise = math.log1p(opt['min_effect'])
+        b = np.median(refs, axis=1)
+        q10, q90 = np.quantile(refs, (0.1, 0.9), axis=1)
         lo_sp = np.maximum((b - q10) / NORMAL_Q10, opt['spread_floor'])
         hi_sp = np.maximum((q90 - b) / NORMAL_Q10, opt['spread_floor'])
         self.B[s], self.lo_spread[s], self.hi_spread[s] = b, lo_sp, hi_sp
         low_z = spreads_for(opt['low_spread'], nights)
-        self.low[s] = b - np.maximum(floor, low_z * lo_sp)
-        self.high[s] = b + np.maximum(rise, low_z * hi_sp)
+        self.lowk[s, 1] = b - np.maximum(floor, low_z * lo_sp)
+        self.highk[s, 1] = b + np.maximum(rise, low_z * hi_sp)
         far_z = spreads_for(opt['far_spread'], nights)
-        self.far[s] = np.minimum(b - np.maximum(floor, far_z * lo_sp), least_seen)
+        self.far[s] = np.minimum(b - np.maximum(floor, far_z * lo_sp), refs.min(axis=1))
+        for k in range(2, self.lowk.shape[1]):
+            self._set_runs(s, k, floor, rise)
+
+    def _set_runs(self, s, k, floor, rise):
+        """Thresholds of a run of k nights from starts ``s``: from the falls of every run of k
+        nights in a row of the ``run_history`` nights before s, each against its own usual level
+        (a dip of one night moves none of them for k >= 3; a busy week moves several, and a
+        monthly busy spell is seen in three months of them)."""
+        opt = self.opt
+        falls = self._falls(k)
+        span = opt['run_history']
+        width = span - k + 1
+        padded = np.concatenate([np.full(span, np.nan), falls])
+        rows = np.lib.stride_tricks.sliding_window_view(padded, width)[s]   # runs ending before s
+        count = np.isfinite(rows).sum(axis=1)
+        enough = count // k >= MIN_RUNS
+        lo, hi = self.lowk[s, k - 1], self.highk[s, k - 1]   # else: the shorter runs' (a median
+        self.lowk[s, k], self.highk[s, k] = lo, hi           # of more nights varies less)
+        if not enough.any():
+            return
+        rows, at = rows[enough], s[enough]
+        mid = np.nanmedian(rows, axis=1)
+        q10, q90 = np.nanquantile(rows, (0.1, 0.9), axis=1)
+        lo_sp = np.maximum((mid - q10) / NORMAL_Q10, opt['spread_floor'])
+        hi_sp = np.maximum((q90 - mid) / NORMAL_Q10, opt['spread_floor'])
+        # Student's t on the runs that do not overlap: count // k of them
+        z = np.array([spreads_for(opt['low_spread'], int(c)) for c in count[enough] // k])
+        b = self.B[at]
+        # never asks more of a longer run than of a shorter one
+        self.lowk[at, k] = np.maximum(b - np.maximum(floor, z * lo_sp), lo[enough])
+        self.highk[at, k] = np.minimum(b + np.maximum(rise, z * hi_sp), hi[enough])
+
+    def _falls(self, k):
+        """Per position j: the median of the k nights from j less the usual level at j (the
+        median of the ``window`` nights before it, from ``min_nights`` on); NaN before."""
+        if k not in self._fall_cache:
+            opt, a, y = self.opt, self.a, self.y
+            out = np.full(len(y), np.nan)
+            mine = y[a:]
+            if mine.size >= k:
+                usual = trailing_medians(mine, opt['window'])
+                usual[:opt['min_nights']] = np.nan
+                runs = np.median(np.lib.stride_tricks.sliding_window_view(mine, k), axis=1)
+                out[a:a + runs.size] = runs - usual[:runs.size]
+            self._fall_cache[k] = out
+        return self._fall_cache[k]
+
+    def run_low(self, s, k):
+        """The low threshold of the median of a run of ``k`` nights from start(s) ``s``."""
+        return self.lowk[s, np.minimum(k, self.lowk.shape[1] - 1)]
+
+    def run_high(self, s, k):
+        return self.highk[s, np.minimum(k, self.highk.shape[1] - 1)]
 
 
 def trailing_medians(x, window):
@@ -177,7 +235,8 @@ def judge(level, opt, fio_low=frozenset(), positions=None):
     ``fio_low``: night indices on which the partition's fio was low (the filesystem busy)."""
     positions = range(len(level)) if positions is None else positions
     settings = tuple(opt[k] for k in ('window', 'min_nights', 'spread_floor', 'min_effect',
-                                      'low_spread', 'far_spread'))
+                                      'low_spread', 'far_spread', 'run_nights',
+                                      'run_history'))
     out = []
     for m in positions:
         a = _accepted_from(level, m, opt)
@@ -204,12 +263,35 @@ def _upper(k):
 def _runs(y, thr):
     """Every candidate run start at once: ``low[i, j]``, night j below start i's threshold
     ``thr[i]`` (j >= i; a start without a usual level has none), and ``run[i]``: nights i..end
-    are a run (i low, never two normal nights in a row)."""
+    are a run (i low, never two normal nights in a row, the last or the one before it low)."""
     inside = _upper(len(y))
     low = (y[None, :] < thr[:, None]) & inside
     normal = ~low & inside
     run = np.diagonal(low) & ~(normal[:, :-1] & normal[:, 1:]).any(axis=1)
-    return low, run
+    return low, run & (low[:, -1] | (low[:, -2] if len(y) > 1 else False))
+
+
+def _run_thresholds(us, first, m, upward=False):
+    """Each start s in first..m: the threshold of a run of the m - s + 1 nights from s."""
+    s = np.arange(first, m + 1)
+    return us.run_high(s, m - s + 1) if upward else us.run_low(s, m - s + 1)
+
+
+def _step_start(y, us, first, m, opt, level=None, fio_low=()):
+    """The earliest start s of a run to tonight whose median lies below the threshold of a run of
+    its length and that holds ``step_nights`` low nights, or a confirmed night (far, its re-run
+    low, fio steady): (s, low nights of the run) or None."""
+    thr = _run_thresholds(us, first, m)
+    lows, run = _runs(y[first:m + 1], thr)
+    for i in np.flatnonzero(run):
+        s, low = first + i, lows[i, i:]
+        if low.sum() >= opt['step_nights'] and np.median(y[s:m + 1]) < thr[i]:
+            return s, low
+        if level is not None and level.rerun and any(
+                _confirmed(level, s + j, us.low[s], us.far[s], fio_low)
+                for j in np.flatnonzero(y[s:m + 1] < us.low[s])):
+            return s, y[s:m + 1] < us.low[s]
+    return None
 
 
 def _judge_night(level, us, a, m, opt, fio_low):
@@ -221,16 +303,12 @@ def _judge_night(level, us, a, m, opt, fio_low):
         return Judgement(INSUFFICIENT, None, None, None, False, False, None, None, None, None,
                          history)
     busy = int(level.t[m]) in fio_low
-    # a step: the earliest run start whose run (tonight low) holds step_nights lows or a
-    # confirmed night
-    lows, run = _runs(y[first:m + 1], us.low[first:m + 1])
-    for i in np.flatnonzero(run & lows[:, -1]):
-        s, low = first + i, lows[i, i:]
-        if low.sum() >= opt['step_nights'] or (level.rerun and any(
-                _confirmed(level, s + j, us.low[s], us.far[s], fio_low)
-                for j in np.flatnonzero(low))):
-            change = float(np.median(y[s:m + 1][low])) - us.B[s]
-            return _verdict('regression', s, change, us, s, m, level, fio_low, busy, history, opt)
+    # a step: a run of nights whose median is as unlikely as a run of its length can be
+    step = _step_start(y, us, first, m, opt, level, fio_low)
+    if step is not None:
+        s, low = step
+        change = float(np.median(y[s:m + 1][low])) - us.B[s]
+        return _verdict('regression', s, change, us, s, m, level, fio_low, busy, history, opt)
     # degraded: degraded_nights low nights within degraded_within, tonight one of them
     for s in range(max(a, m - opt['degraded_within'] + 1), m + 1):
         if np.isnan(us.B[s]) or not (y[s] < us.low[s] and y[m] < us.low[s]):
@@ -242,13 +320,14 @@ def _judge_night(level, us, a, m, opt, fio_low):
     if y[m] < us.low[m]:
         return _verdict('noisy', None, y[m] - us.B[m], us, m, m, level, fio_low, busy, history,
                         opt)
-    highs, run = _runs(-y[first:m + 1], -us.high[first:m + 1])   # an improvement: upwards
-    up = np.flatnonzero(run & highs[:, -1] & (highs.sum(axis=1) >= opt['step_nights']))
-    if up.size:
-        i = int(up[0])
-        change = float(np.median(y[first + i:m + 1][highs[i, i:]])) - us.B[first + i]
-        return _verdict('improvement', first + i, change, us, first + i, m, level, fio_low, busy,
-                        history, opt)
+    up_thr = _run_thresholds(us, first, m, upward=True)
+    highs, run = _runs(-y[first:m + 1], -up_thr)                 # an improvement: upwards
+    for i in np.flatnonzero(run & (highs.sum(axis=1) >= opt['step_nights'])):
+        s = first + i
+        if np.median(y[s:m + 1]) > up_thr[i]:
+            change = float(np.median(y[s:m + 1][highs[i, i:]])) - us.B[s]
+            return _verdict('improvement', s, change, us, s, m, level, fio_low, busy, history,
+                            opt)
     return _verdict('ok', None, y[m] - us.B[m], us, m, m, level, fio_low, busy, history, opt)
 
 
@@ -266,20 +345,17 @@ def _verdict(status, s, change, us, ref, m, level, fio_low, busy, history, opt):
 
 def _reach(level, us, m, opt):
     """The least fall (a relative change, e.g. -0.18) that would make tonight a step: against the
-    usual level of the run going on (tonight alone when none), its low threshold when tonight
-    would be the run's ``step_nights``-th low night, else its far threshold (a re-run must then
-    confirm it)."""
+    usual level of the run going on (tonight alone when none), the threshold of a run of its
+    length when tonight would be the run's ``step_nights``-th low night, else the far threshold
+    (a re-run must then confirm it)."""
     y = level.y
     start, lows = m, 0
     first = max(0, m - opt['horizon'])
     if first < m:
-        low, run = _runs(y[first:m], us.low[first:m])
-        # a run going on: its last or second last night low (a second normal night ends it)
-        going = run & low[:, -1]
-        if m - first > 1:
-            going |= run & low[:, -2]
-        if going.any():
-            i = int(np.argmax(going))
+        low, run = _runs(y[first:m], _run_thresholds(us, first, m - 1))
+        if run.any():           # a run going on up to last night
+            i = int(np.argmax(run))
             start, lows = first + i, int(low[i].sum())
-    thr = us.low[start] if lows + 1 >= opt['step_nights'] else us.far[start]
+    thr = (us.run_low(start, m - start + 1) if lows + 1 >= opt['step_nights']
+           else us.far[start])
     return math.expm1(float(thr - us.B[start]))

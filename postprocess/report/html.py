@@ -91,7 +91,8 @@ def attention_lines(attention, info, darshan):
             'what': what, 'phase': a.get('phase', ''), 'change': a.get('change'),
             'median': _scaled(median, scale), 'history_median': _scaled(history_median, scale),
             'unit': unit, 'since': a.get('since'), 'reason': a.get('reason'),
-            'where': f'{a["system"]}:{a["partition"]}+{a["environ"]}',
+            'where': (f'{a["system"]}: {vd.partition_sizes(a)} +{a["environ"]}'
+                      if vd.partition_sizes(a) else f'{a["system"]}:{a["partition"]}+{a["environ"]}'),
             'spark': info.spark(sk, flagged), 'links': _links(sk, info, darshan),
             'why': why_text.page_lines(a)})     # postprocess/why: what changed, acceptance
     return lines

@@ -46,11 +46,11 @@ def format_line(a):
         return f'  {label:11s} {what}{phase}: {a["reason"]}'
     median = ''
     scale, unit = value_unit(a.get('params'))      # empty files: ops/s (common/units.py)
-    where = ','.join(a.get('partitions') or [a.get('partition', '')])
+    where = verdict.partition_sizes(a) or a.get('partition', '')
     if is_many(a):       # its medians are ratios to the history, not MiB/s
         what = f'{a["system"]}:{where} {many_label(a)}'
     elif len(a.get('partitions') or ()) > 1:
-        what = f'{what} on {where}'
+        what = f'{what} on {a["system"]}:{where}'
     elif a.get('median') is not None and a.get('expected_median') is not None:
         median = f' ({a["median"] * scale:.4g} vs {a["expected_median"] * scale:.4g} {unit} usual)'
     elif a.get('median') is not None and a.get('history_median') is not None:
@@ -60,7 +60,8 @@ def format_line(a):
         since = (', fio fell too: the filesystem was busy' if a.get('filesystem_busy') else
                  ', its re-run read it usual again' if a.get('confirmation') == 'not reproduced'
                  else ', one night')
-    return f'  {label:11s} {what} {a.get("phase", "")} {_change(a)}{median}{since}'.rstrip()
+    change = '' if len(a.get('partitions') or ()) > 1 else _change(a)
+    return f'  {label:11s} {what} {a.get("phase", "")} {change}{median}{since}'.rstrip()
 
 
 def render(result, page=None):

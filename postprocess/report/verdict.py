@@ -198,10 +198,13 @@ def build(findings, cases=None, skipped_why=None, tonight=None):
             'reach': reach_line(latest), 'reach_groups': group_reach(latest)}
 
 
+COLLAPSE_DAYS = 7       # the same change on several partitions: starts this close are one
+
+
 def merge_partitions(entries):
     """One entry for the same change on several partitions of a system (one check's phase, or one
-    kind of group, `since` within a night): a Lustre upgrade that hit every file system is one
-    line, ``partitions`` naming them."""
+    kind of group, `since` within a week of each other): a Lustre upgrade that hit every file system
+    is one line, ``partitions`` naming them and ``sizes`` [(partition, change)] its size on each."""
     out, index = [], {}
     for a in entries:
         if a['kind'] == 'failed':
@@ -210,24 +213,35 @@ def merge_partitions(entries):
         key = (a['kind'], a.get('system'), a.get('environ'), a.get('check'), a.get('params'),
                a.get('phase'), a.get('status'))
         for b in index.get(key, []):
-            if _near(a.get('since'), b.get('since')):
+            if _near(a.get('since'), b.get('since')) and a.get('partition') not in b['partitions']:
                 b['partitions'].append(a['partition'])
+                b['sizes'].append((a.get('partition'), a.get('change')))
+                b['since'] = min(b.get('since') or '', a.get('since') or '') or b.get('since')
                 break
         else:
-            a = dict(a, partitions=[a.get('partition')])
+            a = dict(a, partitions=[a.get('partition')], sizes=[(a.get('partition'),
+                                                                 a.get('change'))])
             index.setdefault(key, []).append(a)
             out.append(a)
     return out
 
 
+def partition_sizes(a):
+    """'scratch1 -85%, scratch2 -84%' for a change on several partitions, '' for one."""
+    sizes = a.get('sizes') or []
+    if len(sizes) < 2:
+        return ''
+    return ', '.join(p if c is None else f'{p} {c:+.0%}' for p, c in sizes)
+
+
 def _near(a, b):
-    """Are two nights ('YYYY-MM-DD', or both unknown) at most one night apart?"""
+    """Are two nights ('YYYY-MM-DD', or both unknown) at most COLLAPSE_DAYS apart?"""
     if not a or not b:
         return a == b
     import datetime
     try:
         return abs((datetime.date.fromisoformat(a[:10]) -
-                    datetime.date.fromisoformat(b[:10])).days) <= 1
+                    datetime.date.fromisoformat(b[:10])).days) <= COLLAPSE_DAYS
     except ValueError:
         return a == b
 
