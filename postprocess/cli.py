@@ -25,6 +25,7 @@ SUBCOMMANDS = [
     'postprocess.accept.cli:register',      # accept (--list, --undo)
     'postprocess.compare.cli:register',     # compare
     'postprocess.gate.cli:register',        # gate
+    'postprocess.cost.cli:register',        # cost
 ]
 
 
