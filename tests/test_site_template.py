@@ -73,3 +73,10 @@ def test_a_copy_under_the_sites_name_is_a_system(tmp_path):
     shutil.copy(REPO / 'configs' / 'systems' / 'local.py', configs / 'systems' / 'local.py')
     out = reframe(tmp_path, '-l', '--tag', 'quick', config=configs / 'settings.py', system='mysite')
     assert re.search(r'^- BenchIO ', out, re.M), out[-2000:]
+    # and what a night of it costs, from the site's own configuration
+    import sys
+    cost = subprocess.run([sys.executable, '-m', 'postprocess', 'cost', '--system', 'mysite',
+                           '--config', str(configs / 'settings.py')], cwd=REPO, env=SITE_ENV,
+                          capture_output=True, text=True, timeout=900)
+    assert cost.returncode == 0, cost.stderr
+    assert re.search(r'^  compute +\d+ +8 ', cost.stdout, re.M), cost.stdout
