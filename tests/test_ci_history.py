@@ -120,3 +120,18 @@ def test_three_gitlab_pipelines_lose_nothing(tmp_path):
         f.unlink()
     (alone / 'post').mkdir()
     assert judged(alone, alone / 'runs' / third.resolve().name, alone / 'post') != tonight
+
+
+@pytest.mark.parametrize('args, env, named', [
+    (['frobnicate', 'results'], {'IOREGRESS_RESULTS_BRANCH': BRANCH}, "'frobnicate'"),
+    (['save', 'results'], {'IOREGRESS_RESULTS_BRANCH': 'bad..name'}, "'bad..name'"),
+    (['save', '/nonexistent/results'], {'IOREGRESS_RESULTS_BRANCH': BRANCH,
+                                         'IOREGRESS_PUSH_URL': 'file:///nonexistent.git'},
+     "'/nonexistent/results'"),
+])
+def test_history_bad_usage_is_one_line_exit_2(tmp_path, args, env, named):
+    proc = subprocess.run(['bash', str(REPO / 'ci' / 'history.sh'), *args], cwd=tmp_path,
+                          env=dict(os.environ, **env), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and named in lines[0] and lines[0].startswith('history.sh: error:')
