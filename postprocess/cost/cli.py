@@ -63,8 +63,9 @@ def run(args):
     real = estimate.measured(args.results, args.system) if args.results else None
     print(f'{args.system}, {args.tag} suite (ReFrame -lC/--describe; node-hours and wall time '
           f'at the time limits: the most a night takes):')
+    from postprocess.detect.verdict import MAX_GROUP_RERUN
     head = ('partition', 'jobs', 'nodes≤', 'node-h≤', 'wall≤', 'wall~', 'scratch≤', 'rows',
-            f'confirm 1/{estimate.MAX_GROUP_RERUN} node-h≤')
+            f'confirm 1/{MAX_GROUP_RERUN} node-h≤')
     table = [head] + [(r['partition'], str(r['jobs']), str(r['largest_job_nodes']),
                        f"{r['node_hours']:.1f}", _hours(r['wall_s']), _hours(r['expected_wall_s']),
                        _size(r['scratch_bytes']),

@@ -10,9 +10,8 @@ import heapq
 import math
 import os
 
-from postprocess.detect.verdict import MAX_GROUP_RERUN
-
-# Knobs and where they live (also in `cost --help` and docs/site.md "What a night costs").
+# Knobs and where they live (also in `cost --help` and docs/site.md "What a night costs"); light:
+# `--help` of every command imports this module.
 KNOBS = [
     ('check time limit', 'iobench checks 2 h nightly, 10 min quick; BaselineFio 20 min; IORPairs 30 min',
      'reframe_checks/iobench_lib/base.py TIME_LIMITS; ci/nightly.sh ... -- -S time_limit=1h'),
@@ -20,11 +19,10 @@ KNOBS = [
     ('nodes per job', "ranks over the partition's 'processor': {'num_cpus'}",
      "configs/systems/<name>.py 'rank_counts', 'benchio_shapes'"),
     ('confirmation re-run', 'whole runs of the far checks, >= 10 repetitions in all; a group: '
-     f'up to {MAX_GROUP_RERUN} members', 'IOREGRESS_CONFIRM_REPEAT (0: none)'),
+     'the members that fell most', 'IOREGRESS_CONFIRM_REPEAT (0: none)'),
     ('GitLab job limit', '8 h (the nightly job is cancelled after it)', 'ci/gitlab-ci.yml timeout'),
     ('test cases', "at most extras['nightly_budget']", 'configs/systems/<name>.py, tests/test_budget.py'),
 ]
-ROW_BYTES = None        # bytes a store row takes: measured from --results, else not estimated
 
 
 def schedule_bound(limits, slots):
@@ -37,6 +35,7 @@ def schedule_bound(limits, slots):
 
 def per_partition(jobs, parts, confirm_repeat, bandwidth=10.0, overhead=60.0):
     """[{partition, jobs, nodes, node_hours, wall_s, scratch_bytes, rows, confirm_*}]"""
+    from postprocess.detect.verdict import MAX_GROUP_RERUN
     out = []
     for name in sorted({j.partition for j in jobs}):
         mine = [j for j in jobs if j.partition == name]
