@@ -18,13 +18,14 @@ SUBCOMMANDS = [
     'postprocess.history.store_cli:register',   # import, store-run
     'postprocess.detect.cli:register',      # detect
     'postprocess.references.cli:register',  # calibrate
-    'postprocess.report.cli:register',      # plots, report
+    'postprocess.report.cli:register',      # report, summary
     'postprocess.darshan.cli:register',     # darshan-index, darshan-diff, darshan-check
     'postprocess.export.cli:register',      # export-findings
     'postprocess.notify.cli:register',      # notify
     'postprocess.accept.cli:register',      # accept (--list, --undo)
     'postprocess.compare.cli:register',     # compare
     'postprocess.gate.cli:register',        # gate
+    'postprocess.cost.cli:register',        # cost
 ]
 
 

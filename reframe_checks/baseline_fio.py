@@ -5,7 +5,7 @@ the storage with a plain, library-free tool in the same ReFrame run lets postpro
 library's figure as efficiency = bandwidth / that night's baseline median, and detect regressions
 on efficiency.
 
-Measurement (DESIGN.md rules): per repetition new files `fio_base.rep<k>.<job>`:
+Measurement (unique files per repetition, deleted outside the timer): per repetition new files `fio_base.rep<k>.<job>`:
   write: fio sequential write, psync, `end_fsync=1` -- fio 3.x counts the final fsync in the job's
          runtime, so the data is on storage inside the timed span;
   read:  fio sequential read of the same files with `invalidate=1` (fio calls posix_fadvise

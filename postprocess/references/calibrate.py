@@ -31,7 +31,8 @@ import yaml
 from postprocess.common import atomic
 
 INDEX = ['$partition', 'iob_params']
-# References assert on the median bandwidth (DESIGN.md); other perf variables only on request.
+# References assert on the median bandwidth (robust to the outliers a shared file system has);
+# other perf variables only on request.
 DEFAULT_VARS = ('write_bw', 'read_bw')
 MIN_TOL, MAX_TOL, SIGMAS, FEW_RUNS, FEW_RUNS_TOL = 0.10, 0.90, 4.0, 3, 0.50
 STAMP = '# calibrated '

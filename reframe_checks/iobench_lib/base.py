@@ -46,6 +46,9 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 EXTENSIONS = ('darshan', 'lustre', 'machine')
 # Backends that need a library feature on the environment (or partition).
 BACKEND_FEATURE = {'hdf5': 'hdf5', 'adios2': 'adios2', 'sionlib': 'sionlib'}
+# A check's time limit by suite unless it sets its own or `-S time_limit=` does (the nightly's
+# knob for node-hours: `python -m postprocess cost` reads it here, docs/site.md).
+TIME_LIMITS = {'quick': '10m', 'nightly': '2h'}
 
 
 class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, MachineState):
@@ -127,7 +130,7 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
         if self.repeat is None:
             self.repeat = self.quick_repeat if quick else self.nightly_repeat
         if self.time_limit is None:
-            self.time_limit = '10m' if quick else '2h'
+            self.time_limit = TIME_LIMITS[self.iob_suite]
         self.descr = (f'iobench {self.backend}/{self.mode} {self.pattern} size={self.size} '
                       f'ranks={self.ranks} stripe={self.stripe}')
 

@@ -135,6 +135,8 @@ class IORPairs(rfm.RunOnlyRegressionTest):
     valid_systems = ['*']
     valid_prog_environs = ['+mpi']
     iobench_build = fixture(IOBenchBuild, scope='environment')
+    #: The job's time limit (a fixture: `postprocess cost` reads it here, --describe omits it).
+    JOB_TIME_LIMIT = '30m'
 
     #: IOR -b in MiB (iobench --param block=<size>m), per rank and segment.
     size = variable(int, value=64)
@@ -149,7 +151,7 @@ class IORPairs(rfm.RunOnlyRegressionTest):
     @run_after('init')
     def set_tasks(self):
         self.num_tasks = self.ranks
-        self.time_limit = '30m'
+        self.time_limit = self.JOB_TIME_LIMIT
 
     @run_after('setup')
     def skip_without_ior(self):
