@@ -50,8 +50,8 @@ def sma_regions(days, values, short=14, long=49, min_days=14, depth=0.15):
 
 def steps(values, days=None, drop=0.30, after=7, before=14, need=6, gap=10):
     """Positions of a series' steps that last (module docstring), dated at their real onset: the
-    first of two low nights in a row (a one-night dip before the drop is not its onset), and never
-    across a gap of more than ``gap`` days without runs inside its ``after`` nights."""
+    first of two low nights in a row, not a one-night dip before the drop, nor a low night before
+    a gap of more than ``gap`` days without runs (a maintenance: the level fell across it)."""
     out, last = [], -99
     lim = np.log1p(-drop)
     for i in range(before, len(values) - after + 1):
@@ -59,8 +59,7 @@ def steps(values, days=None, drop=0.30, after=7, before=14, need=6, gap=10):
         low = values[i:i + after] - b < lim
         if not (low[0] and low[1]) or low.sum() < need:
             continue
-        if days is not None and np.diff(days[i:i + after]).max() > gap:
-            last = i            # a step whose onset cannot be dated: none of its nights counts
+        if days is not None and days[i + 1] - days[i] > gap:
             continue
         if i - last > after:
             out.append(i)

@@ -126,6 +126,6 @@ def test_a_step_is_dated_at_its_real_onset_not_at_a_dip_or_across_a_gap():
     v[28] += math.log(0.5)                          # a one-night dip, a normal night, the drop
     assert score.steps(v) == [30]
     days = _days(60).copy()
-    days[32:] += 20                                 # its first week spans 20 days without runs
-    assert score.steps(v, days) == []
+    days[31:] += 20                 # 20 days without runs after its first low night: after them
+    assert score.steps(v, days) == [31]
     assert score.steps(v, _days(60)) == [30]

@@ -180,3 +180,25 @@ def test_an_empty_file_series_is_shown_in_ops_per_second():
     assert '(1.678e+05 vs 2.097e+05 ops/s)' in line and 'MiB/s' not in line, line
     b = dict(a, params='backend=posix,filesize=307200,mode=fpp,pattern=mdfiles,ranks=2,size=20')
     assert '(0.16 vs 0.2 MiB/s)' in format_line(b)
+
+
+def test_a_collapse_on_several_file_systems_is_one_line_with_each_size():
+    """Edison, summer 2017: the shared-file read fell on scratch1, 2 and 3 within a few nights.
+    The terminal says it once, naming each file system with its fall; the same check falling on
+    another file system weeks later is a change of its own."""
+    from postprocess.report import summary, verdict
+
+    def red(partition, since, change):
+        return {'system': 'edison', 'partition': partition, 'environ': 'default',
+                'check': 'IOR %bench=ior_shared_read', 'params': 'backend=posix,mode=shared',
+                'phase': 'read', 'night': '2017-08-12', 'status': 'regression', 'scope': 'series',
+                'since': since, 'change': change, 'median': 100.0, 'expected_median': 700.0}
+    findings = [red('scratch1', '2017-08-04', -0.85), red('scratch2', '2017-08-04', -0.84),
+                red('scratch3', '2017-08-08', -0.88), red('scratch4', '2017-07-10', -0.60)]
+    result = verdict.build(findings)
+    lines = [summary.format_line(a) for a in result['attention']]
+    assert len(lines) == 2, lines
+    one = next(line for line in lines if 'scratch1' in line)
+    assert 'on edison:scratch1 -85%, scratch2 -84%, scratch3 -88%' in one
+    assert 'since 2017-08-04' in one
+    assert 'scratch4' not in one

@@ -60,8 +60,8 @@ def format_line(a):
         since = (', fio fell too: the filesystem was busy' if a.get('filesystem_busy') else
                  ', its re-run read it usual again' if a.get('confirmation') == 'not reproduced'
                  else ', one night')
-    change = '' if len(a.get('partitions') or ()) > 1 else _change(a)
-    return f'  {label:11s} {what} {a.get("phase", "")} {change}{median}{since}'.rstrip()
+    change = '' if len(a.get('partitions') or ()) > 1 else f' {_change(a)}'
+    return f'  {label:11s} {what} {a.get("phase", "")}{change}{median}{since}'.rstrip()
 
 
 def render(result, page=None):

@@ -231,7 +231,7 @@ def partition_sizes(a):
     sizes = a.get('sizes') or []
     if len(sizes) < 2:
         return ''
-    return ', '.join(p if c is None else f'{p} {c:+.0%}' for p, c in sizes)
+    return ', '.join(p if c is None else f'{p} {c:+.0%}' for p, c in sorted(sizes, key=str))
 
 
 def _near(a, b):
