@@ -201,18 +201,23 @@ def _slot_seconds(slots):
     return sorted(secs)[len(secs) // 2] if secs else None
 
 
+def exit_status(doc, judge, plan_only=False):
+    """A plan judges nothing: 0 when every check has one, else 4. A gate: 1 on an error, else
+    the worst of its verdicts, and 4 rather than 3 when its bisection could not tell (it names
+    no guess)."""
+    if plan_only:
+        return 0 if doc['plan'] else 4
+    if doc.get('error'):
+        return 1
+    code = judge.exit_status(doc['results'])
+    return 4 if code == 3 and (doc.get('bisect') or {}).get('cannot_tell') else code
+
+
 def _finish(doc, out, session, judge, summary, page, plan_only=False):
     doc['slots'] = session.slots
     doc['finished'] = _now()
     doc.setdefault('results', [])
-    if plan_only:           # a plan judges nothing: 0 when every check has one, else 4
-        doc['exit'] = 0 if doc['plan'] else 4
-    elif doc.get('error'):
-        doc['exit'] = 1
-    else:
-        doc['exit'] = judge.exit_status(doc['results'])
-        if doc['exit'] == 3 and (doc.get('bisect') or {}).get('cannot_tell'):
-            doc['exit'] = 4     # a bisect step that could not tell names no guess
+    doc['exit'] = exit_status(doc, judge, plan_only)
     doc['verdict'] = 'PLAN' if plan_only else summary.VERDICT[doc['exit']]
     atomic.write_text(os.path.join(out, 'plan.json' if plan_only else 'gate.json'),
                       json.dumps(doc, indent=1, default=str) + '\n')

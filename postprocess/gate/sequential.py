@@ -114,8 +114,8 @@ def judge(ratios, tolerance, effect=EFFECT, level=0.90):
 
 # ---- the plan: pairs that tell the effect, exactly, from the chance one pair falls below ----
 def crossing(p, n_max, level=0.90):
-    """P(the count of pairs below a boundary, each below it with chance p, has reached s*(m) at
-    some look m <= n), for n = 1..n_max: a walk of counts absorbed at s*, computed exactly."""
+    """P(the count of pairs on one side of a boundary, each there with chance p, has reached
+    s*(m) at some look m <= n), for n = 1..n_max: a walk of counts absorbed at s*, exactly."""
     s_star = critical(n_max, level)
     alive = np.zeros(n_max + 2)
     alive[0] = 1.0
@@ -131,23 +131,60 @@ def crossing(p, n_max, level=0.90):
     return out
 
 
+def racing(q_low, q_mid, n_max, level=0.90):
+    """Chances, for n = 1..n_max, that the rule has said "slower" by n pairs, and that it has
+    decided at all, when each pair falls below log(1 - effect) with chance q_low and between it
+    and log(1 - tolerance) with q_mid: a walk of counts (N1 below the first, N2 between)
+    absorbed at "slower" (N1 + N2 >= s*) or at "same" (n - N1 >= s*, its other end taken as
+    reached: "same" no later than it could come), computed exactly."""
+    s_star = critical(n_max, level)
+    q_high = 1 - q_low - q_mid
+    alive = np.zeros((1, 1))
+    alive[0, 0] = 1.0
+    slow = same = 0.0
+    out_slow, out_done = np.empty(n_max), np.empty(n_max)
+    for m in range(1, n_max + 1):
+        nxt = np.zeros((m + 1, m + 1))
+        nxt[:m, :m] = alive * q_high
+        nxt[1:, :m] += alive * q_low
+        nxt[:m, 1:] += alive * q_mid
+        k = int(s_star[m - 1])
+        if k <= m:
+            i = np.arange(m + 1)
+            win = (i[:, None] + i[None, :]) >= k                # slower (wins a tie)
+            lose = (m - i[:, None] >= k) & ~win                  # same
+            slow += nxt[win].sum()
+            same += nxt[lose].sum()
+            nxt[win | lose] = 0.0
+        alive, out_slow[m - 1], out_done[m - 1] = nxt, slow, slow + same
+        if 1 - out_done[m - 1] < 1e-7:      # all decided: the rest is flat
+            out_slow[m:], out_done[m:] = slow, slow + same
+            break
+    return out_slow, out_done
+
+
 def below(sd, boundary, centre):
     """Chance that one log ratio falls below ``boundary`` at normal spread ``sd`` about ``centre``."""
     from scipy.stats import norm
     return float(norm.cdf((boundary - centre) / sd)) if sd > 0 else float(boundary > centre)
 
 
+@functools.lru_cache(maxsize=256)
 def plan(sd, tolerance, effect=EFFECT, level=0.90, power=POWER, n_max=400):
-    """{'pairs': the pairs by which a change of -effect is called slower with ``power`` (None:
-    more than n_max), 'mean': the mean pairs it takes, 'same_pairs': the pairs by which no change
-    is called same with that power} at a spread ``sd`` of the log ratios."""
+    """At a spread ``sd`` of the log ratios: {'pairs': the pairs by which a change of -effect is
+    called slower with ``power``, 'cap': the cap of --pairs auto, 'mean': the mean pairs the rule
+    runs at that change, 'same_pairs': the pairs by which no change is called same with
+    ``power``} (None: more than n_max). The cap is twice the pairs: the spread is itself an
+    estimate, and twice the pairs still tells the effect at a spread sqrt(2) larger."""
     c_slow, _, c_low, _ = bounds(tolerance, effect)
-    cross = crossing(below(sd, c_slow, math.log(1 - effect)), n_max, level)
-    # "same" needs both ends; each end at least this often, both together at least 1 - 2(1 - p)
-    same = crossing(1 - below(sd, c_low, 0.0), n_max, level)
-    same = np.clip(2 * same - 1, 0, 1)
-    return {'pairs': _first(cross >= power), 'mean': float(1 + np.sum(1 - cross[:-1])),
-            'same_pairs': _first(same >= power)}
+    centre = math.log(1 - effect)
+    q_low = below(sd, c_low, centre)
+    slow, done = racing(q_low, below(sd, c_slow, centre) - q_low, n_max, level)
+    # no change: each end of "same" is one walk; both ends together at least 1 - 2 (1 - one)
+    same = np.clip(2 * crossing(1 - below(sd, c_low, 0.0), n_max, level) - 1, 0, 1)
+    pairs = _first(slow >= power)
+    return {'pairs': pairs, 'cap': min(2 * pairs, n_max) if pairs else None,
+            'mean': float(1 + np.sum(1 - done[:-1])), 'same_pairs': _first(same >= power)}
 
 
 def _first(mask):
