@@ -15,8 +15,12 @@ With --what interact, B differs from A in the library, the phase it acts on (IOF
 OMPI_MCA_io: the slowdown needs the first two at once, no single part's mix is slower, and the
 bisection's second stage must name both as interacting.
 
-Usage: python3 -m bench.gate_bisect [--runs 10] [--pairs 8] [--factor 0.18] [--name REGEX]
-         [--what both|bisect|aa|interact] [--scratch DIR] [--out DIR] [-- REFRAME_ARGS]
+Usage: python3 -m bench.gate_bisect [--runs 10] [--pairs 8|auto] [--effect 0.15] [--max-pairs N]
+         [--plan] [--factor 0.18] [--name REGEX] [--what both|bisect|aa|interact]
+         [--scratch DIR] [--out DIR] [-- REFRAME_ARGS]
+--factor F slows every write by 1/(1 + F): 0.18 is -15 %, 0.43 is -30 %. Every gate goes to
+OUT/gates/ and reads the earlier ones there for its plan (--history OUT); --plan runs
+`gate --plan` before each bisection and prints it beside the pairs the bisection then ran.
 Prints one line per run (exit, verdict and B/A with its interval per check and phase, the spread
 of the pair ratios, the named parts with their mix's ratio) and the counts: the injected part
 named alone in k of N runs, A/A "slower" in k of N runs, and what the spread asks for: the
