@@ -132,6 +132,21 @@ def test_plan_reads_earlier_gates_and_says_how_long(tmp_path):
     assert plan.cap([]) == plan.DEFAULT_CAP
 
 
+def test_plan_reads_the_nightlies_of_the_results_store(tmp_path):
+    synth = REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic'
+    proc = subprocess.run([sys.executable, '-m', 'postprocess', 'import', '--perflogs', str(synth),
+                           '--store', str(tmp_path / 'store')], cwd=REPO, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    name = 'BenchIO%size=64%ranks=2%stripe=default%io=posix:fpp'
+    spreads, _ = plan.known(str(tmp_path), 'synthetic', ['-n', name], [name])
+    assert {ph for _, ph in spreads} == {'read', 'write'}, spreads
+    for (check, _), (sd, where) in spreads.items():
+        assert check.startswith('BenchIO %size=64 %ranks=2') and 0.01 < sd < 0.5
+        assert where == 'nightlies in the results store'
+    assert plan.known(str(tmp_path), 'other', ['-n', name], [name])[0] == {}
+
+
 # ---- the bisection under the sequential rule ----------------------------------------------
 KEY = ('BenchIO @local:default', 'write')
 

@@ -56,12 +56,14 @@ def from_store(results_dir, system, names):
         return {}
     con = engine.connect()
     rows = con.execute(
-        f'SELECT "check", environ, phase, run, min(time) AS t, median(bw_MiBps) AS bw '
-        f'FROM {store.scan_sql(files)} WHERE system = ? AND phase IS NOT NULL AND bw_MiBps > 0 '
-        f'GROUP BY ALL ORDER BY t', [system.split(':')[0]]).fetchall()
+        f'SELECT "check" || \' @\' || system || \':\' || partition, environ, phase, testcase, '
+        f'epoch(min(time)) AS t, median(bw_MiBps) AS bw FROM {store.scan_sql(files)} '
+        f'WHERE system = ? AND phase IS NOT NULL AND bw_MiBps > 0 GROUP BY ALL ORDER BY t',
+        [system.split(':')[0]]).fetchall()
     series = {}
     for check, environ, phase, _, _, bw in rows:
-        if any(re.search(n, check) or re.search(n, check.replace(' ', '')) for n in names):
+        name = check.split(' @')[0]
+        if any(re.search(n, name) or re.search(n, name.replace(' ', '')) for n in names):
             series.setdefault((check, environ, phase), []).append(math.log(bw))
     out = {}
     for (check, _, phase), logs in series.items():
