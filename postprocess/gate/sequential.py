@@ -164,7 +164,8 @@ def racing(q_low, q_mid, n_max, level=0.90):
 
 
 def below(sd, boundary, centre):
-    """Chance that one log ratio falls below ``boundary`` at normal spread ``sd`` about ``centre``."""
+    """Chance that one log ratio falls below ``boundary`` at normal spread ``sd`` about
+    ``centre``."""
     from scipy.stats import norm
     return float(norm.cdf((boundary - centre) / sd)) if sd > 0 else float(boundary > centre)
 
