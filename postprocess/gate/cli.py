@@ -52,8 +52,8 @@ def register(subparsers):
                    f'pairs of the hardest check, {plan.DEFAULT_CAP} when no spread is known)')
     p.add_argument('--plan', action='store_true', help='say how many pairs each check needs '
                    'and about how long, then stop (a pilot when no spread is known)')
-    p.add_argument('--pilot', type=_count, default=4,
-                   help='pairs of the pilot of --plan (default 4)')
+    p.add_argument('--pilot', type=_count, default=6,
+                   help='pairs of the pilot of --plan (default 6)')
     p.add_argument('--history', metavar='DIR', help='results directory with earlier gates '
                    '(gates/) and the results store (store/) (default <repo>/results)')
     p.add_argument('--tolerance', type=_fraction, default=0.05,
@@ -154,7 +154,7 @@ def run(args):
                              f"with the same options lists what there is)")
         doc['plan'] = plan.rows(spreads, args.tolerance, args.effect, args.level)
         if args.plan and not doc['plan']:
-            doc['plan'] = _pilot(session, args, a, b, judge)
+            doc['plan'] = _pilot(session, args, a, b, judge, doc)
             seconds = _slot_seconds(session.slots)
         doc['max_pairs'] = plan.cap(doc['plan'], args.max_pairs) if auto else None
         doc['plan_seconds'] = seconds
@@ -187,12 +187,13 @@ def run(args):
     return _finish(doc, out, session, judge, summary, page)
 
 
-def _pilot(session, args, a, b, judge):
+def _pilot(session, args, a, b, judge, doc):
     """Plan rows from ``--pilot`` pairs of A and B run now."""
     session.warm(args.a, (a.get('extras') or {}).get('gate_setup', []))
     session.warm(args.b, (b.get('extras') or {}).get('gate_setup', []))
     got = session.blocks([args.a, args.b], args.pilot, what='pilot')
     results = judge.arm(got[0], got[1], args.tolerance, args.level)
+    doc['pilot'] = results
     return plan.rows(plan.from_pilot(results), args.tolerance, args.effect, args.level)
 
 

@@ -90,11 +90,14 @@ def known(results_dir, system, select, names):
 
 
 def from_pilot(results):
-    """{(check, phase): (spread, 'pilot of n pairs')} of a pilot's judged results."""
+    """{(check, phase): (spread, 'pilot of n pairs')} of a pilot's judged results: the larger of
+    the robust and the plain sd of the log ratios (the MAD of a few pairs can be near zero by
+    chance, when three of them happen to agree)."""
     out = {}
     for r in results:
         ratios = [x / a for a, x in r.get('pairs') or [] if a > 0 and x > 0]
-        sd = stats.log_spread(ratios) if len(ratios) >= 3 else None
+        sd = max(stats.log_spread(ratios), statistics.stdev(math.log(x) for x in ratios)) \
+            if len(ratios) >= 3 else None
         if sd:
             out[(r['check'], r['phase'])] = (sd, f'pilot of {len(ratios)} pairs')
     return out
