@@ -17,7 +17,8 @@ A's noise as they do in the gate. For every spread:
   sequential mean pairs as a share of that n;
 * bisections of three parts, one carrying the change: the gate, then stage 1's three mixes against
   A, each by sequential.decide, the stage stopping when all are decided or at the cap, a part named
-  by bisect.carries; the share of runs naming exactly the right part, a wrong one, or none.
+  by bisect.carries; the share of runs naming exactly the right part, a wrong one, or none (stage
+  2 is not simulated: a run that would need it counts as naming none).
 
 Usage: python3 -m bench.gate_sim [--runs 1000] [--effect 0.15] [--seed 1]
 """
