@@ -15,8 +15,12 @@ With --what interact, B differs from A in the library, the phase it acts on (IOF
 OMPI_MCA_io: the slowdown needs the first two at once, no single part's mix is slower, and the
 bisection's second stage must name both as interacting.
 
-Usage: python3 -m bench.gate_bisect [--runs 10] [--pairs 8] [--factor 0.18] [--name REGEX]
-         [--what both|bisect|aa|interact] [--scratch DIR] [--out DIR] [-- REFRAME_ARGS]
+Usage: python3 -m bench.gate_bisect [--runs 10] [--pairs 8|auto] [--effect 0.15] [--max-pairs N]
+         [--plan] [--factor 0.18] [--name REGEX] [--what both|bisect|aa|interact]
+         [--scratch DIR] [--out DIR] [-- REFRAME_ARGS]
+--factor F slows every write by 1/(1 + F): 0.18 is -15 %, 0.43 is -30 %. Every gate goes to
+OUT/gates/ and reads the earlier ones there for its plan (--history OUT); --plan runs
+`gate --plan` before each bisection and prints it beside the pairs the bisection then ran.
 Prints one line per run (exit, verdict and B/A with its interval per check and phase, the spread
 of the pair ratios, the named parts with their mix's ratio) and the counts: the injected part
 named alone in k of N runs, A/A "slower" in k of N runs, and what the spread asks for: the
@@ -36,7 +40,6 @@ import tempfile
 import time
 
 from postprocess.gate import pairs as gate_pairs
-from tests.support import nights
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CULPRIT = 'env LD_PRELOAD'
@@ -71,9 +74,18 @@ site_configuration['environments'] = list(site_configuration['environments']) + 
 INTERACTING = {'env IOFAULT_PHASE', 'env LD_PRELOAD'}
 
 
+def build_fault_lib(directory):
+    """tests/support/iofault.c compiled into DIRECTORY/libiofault.so (needs cc)."""
+    lib = os.path.join(directory, 'libiofault.so')
+    subprocess.run(['cc', '-shared', '-fPIC', '-O2', '-o', lib,
+                    os.path.join(REPO, 'tests', 'support', 'iofault.c'), '-ldl'], check=True,
+                   capture_output=True)
+    return lib
+
+
 def fault_config(directory, factor):
     """A ReFrame configuration with stacks gate-fault-a and gate-fault-b; returns its path."""
-    lib = nights.build_fault_lib(directory)
+    lib = build_fault_lib(directory)
     path = os.path.join(directory, 'gate-fault-settings.py')
     with open(path, 'w') as fp:
         fp.write(CONFIG.format(site=os.path.join(REPO, 'configs', 'settings.py'), lib=str(lib),
@@ -81,9 +93,10 @@ def fault_config(directory, factor):
     return path
 
 
-def gate(out, a, b, pairs, name, config=None, bisect=False, reframe_args=(), scratch=None):
+def gate(out, a, b, pairs, name, config=None, bisect=False, reframe_args=(), scratch=None,
+         extra=()):
     cmd = [sys.executable, '-m', 'postprocess', 'gate', '--a', a, '--b', b, '--system', 'local',
-           '--name', name, '--pairs', str(pairs), '--out', out]
+           '--name', name, '--pairs', str(pairs), '--out', out, *extra]
     cmd += (['--config', config] if config else []) + (['--bisect'] if bisect else [])
     cmd += ['--', *reframe_args] if reframe_args else []
     started = time.time()
@@ -136,10 +149,26 @@ def _named(doc):
             for n in bis.get('named', [])}
 
 
+def _plan(out, a, config, extra):
+    """`gate --plan` of the fault stacks: prints its lines."""
+    cmd = [sys.executable, '-m', 'postprocess', 'gate', '--a', 'gate-fault-a', '--b',
+           'gate-fault-b', '--system', 'local', '--name', a.name, '--config', config, '--plan',
+           '--out', out, *extra, '--', *a.reframe_args]
+    env = dict(os.environ, **({'IOREGRESS_SCRATCH': a.scratch} if a.scratch else {}))
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        print(f'  {line}', flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--runs', type=int, default=10)
-    ap.add_argument('--pairs', type=int, default=8)
+    ap.add_argument('--pairs', default='8', help='pairs per gate, or auto (sequential)')
+    ap.add_argument('--effect', default='0.15', help="the gate's --effect (with --pairs auto)")
+    ap.add_argument('--max-pairs', help="the gate's cap of --pairs auto")
+    ap.add_argument('--plan', action='store_true', help='run `gate --plan` before each bisect '
+                    '(spreads of the earlier gates under --out, else a pilot) and print it '
+                    'beside the pairs the bisect then needed')
     ap.add_argument('--factor', type=float, default=0.18,
                     help='iofault: each write/sync +this of its own time (0.18: bandwidth /1.18 = -15 %%)')
     ap.add_argument('--name', default=CHECK, help='the check (ReFrame -n)')
@@ -150,7 +179,11 @@ def main():
     ap.add_argument('reframe_args', nargs='*')
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix='gate-bisect-')
-    os.makedirs(out, exist_ok=True)
+    os.makedirs(os.path.join(out, 'gates'), exist_ok=True)
+    # every gate here reads the earlier ones under out/gates for its plan
+    extra = ['--effect', a.effect, '--history', out] + \
+        (['--max-pairs', a.max_pairs] if a.max_pairs else [])
+    where = os.path.join(out, 'gates')
     print(f'# {a.runs} runs each, {a.pairs} pairs, check {a.name}, fault factor {a.factor}, '
           f'data in {a.scratch or "the stage directory"}, out {out}, '
           f'{time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}', flush=True)
@@ -159,8 +192,14 @@ def main():
     if a.what in ('both', 'bisect'):
         config = fault_config(out, a.factor)
         for i in range(a.runs):
-            rc, doc, secs = gate(os.path.join(out, f'bisect{i}'), 'gate-fault-a', 'gate-fault-b',
-                                 a.pairs, a.name, config, True, a.reframe_args, a.scratch)
+            if a.plan:
+                _plan(os.path.join(out, f'plan{i}'), a, config, extra)
+            rc, doc, secs = gate(os.path.join(where, f'bisect{i}'), 'gate-fault-a',
+                                 'gate-fault-b', a.pairs, a.name, config, True, a.reframe_args,
+                                 a.scratch, extra)
+            print(f'bisect {i}: pairs run: gate {doc.get("pairs_run")}, bisect stages '
+                  + ', '.join(str(max([m.get('pairs', 0) for m in st['mixes']] or [0]))
+                              for st in (doc.get('bisect') or {}).get('stages', [])), flush=True)
             named = _named(doc)
             ok = set(named) == {CULPRIT}
             right += ok
@@ -172,8 +211,9 @@ def main():
     if a.what == 'interact':
         config = fault_config(out, a.factor)
         for i in range(a.runs):
-            rc, doc, secs = gate(os.path.join(out, f'interact{i}'), 'gate-fault-a0', 'gate-fault-i',
-                                 a.pairs, a.name, config, True, a.reframe_args, a.scratch)
+            rc, doc, secs = gate(os.path.join(where, f'interact{i}'), 'gate-fault-a0',
+                                 'gate-fault-i', a.pairs, a.name, config, True, a.reframe_args,
+                                 a.scratch, extra)
             named = {n['part']: n['how'] for n in (doc.get('bisect') or {}).get('named', [])}
             ok = set(named) == INTERACTING
             right += ok
@@ -183,8 +223,9 @@ def main():
     if a.what in ('both', 'aa'):
         counts = {}
         for i in range(a.runs):
-            rc, doc, secs = gate(os.path.join(out, f'aa{i}'), 'mpi-gnu', 'mpi-gnu', a.pairs,
-                                 a.name, reframe_args=a.reframe_args, scratch=a.scratch)
+            rc, doc, secs = gate(os.path.join(where, f'aa{i}'), 'mpi-gnu', 'mpi-gnu', a.pairs,
+                                 a.name, reframe_args=a.reframe_args, scratch=a.scratch,
+                                 extra=extra)
             for r in doc['results']:
                 counts[r['status']] = counts.get(r['status'], 0) + 1
             slower += any(r['status'] == 'slower' for r in doc['results'])

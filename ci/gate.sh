@@ -2,13 +2,17 @@
 # Gate a change of the I/O stack in one command: run the chosen checks under stack A and stack B
 # side by side (A B B A ...), judge B on its pairs, and with --bisect name the part that did it.
 #
-#   ci/gate.sh --a ENV --b ENV [--system NAME] [--name REGEX]... [--tag TAG]... [--pairs N]
-#              [--tolerance F] [--bisect] [--results DIR] [-- REFRAME_ARGS...]
+#   ci/gate.sh --a ENV --b ENV [--system NAME] [--name REGEX]... [--tag TAG]...
+#              [--pairs N|auto] [--effect 15%] [--plan] [--tolerance F] [--bisect]
+#              [--results DIR] [-- REFRAME_ARGS...]
 #
 #   --a, --b    ReFrame environments of the site's configuration: A the trusted stack, B the new
 #               one (on `local`: mpi-gnu, mpi-gnu-ompio, mpi-gnu-romio, mpi-gnu-next, ...)
 #   --results   where the gate's run goes (default <repo>/results/gates/<UTC time>-<A>-vs-<B>):
 #               gate.json, index.html (the page), slots/ (one ReFrame run each)
+#   --plan      say how many pairs each check needs to tell --effect and about how long, and stop
+#               (a short pilot when no earlier gate or nightly knows the checks' spread)
+#   --pairs auto  run pairs until every check is decided (confidence sequence) or the plan's cap
 #   other options go to `python -m postprocess gate` (docs/gate.md), after -- to every ReFrame run
 #
 # Exit status: 0 every check and phase the same or faster; 3 slower; 4 cannot tell (too few
@@ -30,7 +34,7 @@ while (($#)); do
                 --results) out="$2" ;;
             esac
             shift 2 ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --) reframe_args=("$@"); break ;;
         *) args+=("$1"); shift ;;
     esac

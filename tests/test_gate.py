@@ -82,6 +82,42 @@ def test_too_few_pairs_cannot_tell_and_the_page_shows_it(tmp_path, browser):
     browser.save_screenshot(str(tmp_path / 'gate-page.png'))
 
 
+def test_pairs_auto_stops_at_its_cap_and_says_it_could_not_tell(tmp_path):
+    # two pairs cannot decide anything (the sequence's first decision needs 7): the gate runs
+    # its cap, no more, and fails closed; its first lines are the plan
+    proc, doc, out = gate(tmp_path, '--a', 'mpi-gnu', '--b', 'mpi-gnu', '--pairs', 'auto',
+                          '--max-pairs', '2', '--history', str(tmp_path / 'none'), repeat=1)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert doc['rule'] == 'sequential' and doc['pairs_run'] == 2 and doc['max_pairs'] == 2
+    assert proc.stdout.startswith('plan: ') and 'pilot' in proc.stdout.splitlines()[1]
+    assert [s['label'] for s in doc['slots']].count('pair 2') == 2
+    for r in doc['results']:
+        assert r['status'] == 'cannot tell' and r['n'] == 2
+    assert 'not decided by the cap of 2 pairs' in proc.stdout
+    assert 'id="plan"' in (out / 'index.html').read_text()
+
+
+def test_plan_from_an_earlier_gate_says_pairs_and_time_without_running(tmp_path):
+    # the earlier gate: spreads of its pairs and its slots' seconds; the plan runs no slot
+    history = tmp_path / 'results'
+    (history / 'gates' / 'old').mkdir(parents=True)
+    select = ['-n', CHECK]
+    ratios = [0.9, 1.1, 0.95, 1.05, 1.0, 0.85, 1.2, 0.97]
+    key = 'BenchIO %size=64 %ranks=2 %stripe=default %io=posix:fpp @local:default'
+    (history / 'gates' / 'old' / 'gate.json').write_text(json.dumps({
+        'system': 'local', 'select': select,
+        'slots': [{'label': 'pair 1', 'seconds': 30}] * 4,
+        'results': [{'check': key, 'phase': 'write', 'pairs': [[100, 100 * r] for r in ratios]}]}))
+    proc, _, out = gate(tmp_path, '--a', 'mpi-gnu', '--b', 'mpi-gnu', '--plan', '--history',
+                        str(history))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith('plan: pairs to call a -15% change slower 9 times in 10')
+    assert 'write: sd 0.1' in lines[1] and '(1 earlier gate(s))' in lines[1] and 'min' in lines[1]
+    doc = json.loads((out / 'plan.json').read_text())
+    assert doc['slots'] == [] and doc['plan'][0]['pairs'] >= 7
+
+
 @pytest.mark.long
 def test_aa_gate_is_never_slower(tmp_path):
     # one stack against itself: "same" where the pairs' spread allows it, "cannot tell" (exit 4,

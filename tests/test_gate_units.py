@@ -178,6 +178,11 @@ def test_a_module_part_keeps_the_load_order():
     (['--a', 'mpi-gnu', '--b', 'mpi-gnu', '--system', 'nosuch'], "nosuch"),
     # ReFrame ran and found nothing to run: the run's directory goes again
     (['--a', 'mpi-gnu', '--b', 'mpi-gnu', '--name', 'NoSuchCheck'], 'selects no check'),
+    (['--a', 'mpi-gnu', '--b', 'mpi-gnu', '--effect', 'abc'], "'abc'"),
+    (['--a', 'mpi-gnu', '--b', 'mpi-gnu', '--effect', '150%'], "'150%'"),
+    (['--a', 'mpi-gnu', '--b', 'mpi-gnu', '--effect', '2%'], "--effect must be at least"),
+    (['--a', 'mpi-gnu', '--b', 'mpi-gnu', '--pairs', 'often'], "'often'"),
+    (['--a', 'mpi-gnu', '--b', 'mpi-gnu', '--pairs', 'auto', '--max-pairs', '0'], "'0'"),
     # the bisection's bound is checked before anything runs
     (['--a', 'mpi-gnu-romio', '--b', 'mpi-gnu-next', '--bisect', '--max-parts', '2'],
      'differ in 3 parts, more than --max-parts 2'),

@@ -14,6 +14,11 @@ Only the checks and phases the gate found slower are run again, as pairs against
      other), "needed" when it is the only one (its own mix in stage 1 was not conclusive).
 So at most 2p mixes of p parts, each run ``pairs`` times with A: (p + 1) x pairs slots a stage,
 plus one warm-up per mix; more than ``max_parts`` parts is refused before anything runs.
+
+Under ``--pairs auto`` each stage runs blocks until every mix is decided by the sequential rule
+(sequential.py) or the cap, and a part is named in stage 1 when its mix is "slower" (the gate's
+own verdict) carrying at least SHARE. A stage with a mix left undecided at the cap cannot tell:
+the bisection stops there, names nothing and the gate exits 4, rather than name a guess.
 """
 import math
 
@@ -66,15 +71,38 @@ def parts_of(a, b, max_parts):
     return parts
 
 
+def carries(status, hi, share, sequential=False):
+    """Stage 1's rule for one mix, check and phase (arrays welcome: bench/gate_sim.py): named
+    when its mix is surely slower (sequential: the verdict "slower"; fixed n: the interval below
+    1) and carries at least SHARE of B's change."""
+    slower = (status == 'slower') if sequential else (hi < 1)
+    return slower & (share >= SHARE)
+
+
+def undecided(doc, stage):
+    """Say so in ``doc`` when a mix of this stage is left undecided; True then."""
+    open_ = [f'{m["label"]} {r["check"]} {r["phase"]} after {r["n"]} pairs'
+             for m in stage['mixes'] for r in m['results'] if r['status'] == 'cannot tell']
+    if open_:
+        doc['cannot_tell'] = (f'stage {len(doc["stages"])} could not tell ' + '; '.join(open_) +
+                              ': no part named (more pairs, a quieter machine, or a larger '
+                              '--effect)')
+    return bool(open_)
+
+
 def _bisect(doc, session, names, a, b, parts, only, select, results, cfg):
+    seq = getattr(cfg, 'sequential', False)
     one = _stage(session, names[0], a, b, [[p] for p in parts], 'A+', only, select, cfg)
     doc['stages'].append(one)
+    if seq and undecided(doc, one):
+        return doc
     named = {}
     b_ratio = {(r['check'], r['phase']): r['ratio'] for r in results}
     for i, p in enumerate(parts):
         for r in one['mixes'][i]['results']:
             share = _share(r.get('ratio'), b_ratio.get((r['check'], r['phase'])))
-            if r.get('hi') is not None and r['hi'] < 1 and share is not None and share >= SHARE:
+            if r.get('hi') is not None and share is not None and \
+                    carries(r.get('status'), r['hi'], share, seq):
                 named.setdefault(p.name, []).append(r)
     unexplained = [key for key in sorted(only) if not any(
         (r['check'], r['phase']) == key for rows in named.values() for r in rows)]
@@ -82,6 +110,8 @@ def _bisect(doc, session, names, a, b, parts, only, select, results, cfg):
         rest = [[q for q in parts if q is not p] for p in parts]
         two = _stage(session, names[0], a, b, rest, 'B-', set(unexplained), select, cfg)
         doc['stages'].append(two)
+        if seq and undecided(doc, two):
+            return doc
         for i, p in enumerate(parts):
             for r in two['mixes'][i]['results']:
                 # without this part B is not slower: its interval starts inside the tolerance
@@ -136,15 +166,25 @@ def _stage(session, a_name, a, b, takes, prefix, only, select, cfg):
     session.add([a_name] + [e['name'] for e in envs], envs)
     for env in envs:
         session.warm(env['name'], (env.get('extras') or {}).get('gate_setup', []))
-    got = session.blocks([a_name] + [e['name'] for e in envs], cfg.pairs, select,
-                         what=f'bisect {prefix}')
+    effect = cfg.effect if getattr(cfg, 'sequential', False) else None
+
+    def arms(got):
+        return [judge.arm(got[0], got[i], cfg.tolerance, cfg.level, side=f'mix {i}', only=only,
+                          effect=effect) for i in range(1, len(envs) + 1)]
+
+    def until(got):         # the sequential rule: every mix decided on every check and phase
+        return all(judge.decided(rows) for rows in arms(got))
+    got = session.blocks([a_name] + [e['name'] for e in envs],
+                         cfg.cap if effect else cfg.pairs, select, what=f'bisect {prefix}',
+                         until=until if effect else None)
     mixes = []
     for i, (taken, env) in enumerate(zip(takes, envs), 1):
         label = (prefix + taken[0].name) if prefix == 'A+' else \
             'B-' + next(p.name for p in _all(takes) if p not in taken)
         mixes.append({'env': env['name'], 'label': label, 'parts': [p.name for p in taken],
+                      'pairs': len(got[i]),
                       'results': judge.arm(got[0], got[i], cfg.tolerance, cfg.level,
-                                           side=label, only=only)})
+                                           side=label, only=only, effect=effect)})
     return {'kind': prefix, 'mixes': mixes}
 
 

@@ -7,11 +7,13 @@ under X, or the reverse, cannot be told apart and says why.
 import statistics
 
 from postprocess.gate import pairs as stats
+from postprocess.gate import sequential
 
 
-def arm(base, other, tolerance, level, side='B', only=None):
+def arm(base, other, tolerance, level, side='B', only=None, effect=None):
     """[result per (check, phase)] of ``other`` against ``base`` (lists of slot records, one per
-    block). ``only``: a set of (check, phase) to judge, the rest left out."""
+    block). ``only``: a set of (check, phase) to judge, the rest left out. ``effect``: judged by
+    the sequential rule (``--pairs auto``, sequential.py) at that effect, else at a fixed n."""
     checks = sorted({c for rec in base + other for c in rec['checks']})
     out = []
     for check in checks:
@@ -32,7 +34,9 @@ def arm(base, other, tolerance, level, side='B', only=None):
             got = [(a['phases'][phase], x['phases'][phase]) for a, x in zip(a_runs, x_runs)
                    if a and x and phase in a['phases'] and phase in x['phases']
                    and a['phases'][phase] > 0]
-            verdict = stats.judge([x / a for a, x in got], tolerance, level)
+            ratios = [x / a for a, x in got]
+            verdict = stats.judge(ratios, tolerance, level) if effect is None else \
+                sequential.judge(ratios, tolerance, effect, level)
             row.update(verdict, pairs=got,
                        a_median=_median([a for a, _ in got]), b_median=_median([x for _, x in got]))
             if len(got) < len(a_runs):
@@ -58,6 +62,12 @@ def _problem(a_runs, x_runs, side):
 
 def _median(values):
     return statistics.median(values) if values else None
+
+
+def decided(results):
+    """Whether every result is final: nothing left that more pairs could decide."""
+    return all(r['status'] != 'cannot tell' or r.get('needed') is None and r.get('n') == 0
+               for r in results) and bool(results)
 
 
 def exit_status(results):

@@ -83,6 +83,7 @@ def write(path, doc):
         title=f'ioregress gate: {doc["a"]["name"]} vs {doc["b"]["name"]} on {doc["system"]}',
         generated=f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}',
         doc=doc, verdict=summary.VERDICT[doc['exit']], ok=doc['exit'] == 0,
+        rule=summary.rule(doc),
         rows=[_row(r, tol, span) for r in order],
         bisect=bis, named={n['part'] for n in bis.get('named', [])},
         mixes=[dict(_row(r, tol, span), mix=r['mix'],

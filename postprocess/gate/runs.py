@@ -163,11 +163,14 @@ class Session:
         if self.pin is None:
             self.pin = _pin(cases)
 
-    def blocks(self, arms, n, select=None, what='pair'):
-        """Run ``n`` blocks of ``arms`` (environment names; alternating order). Returns
-        {arm index: [slot record per block]}."""
+    def blocks(self, arms, n, select=None, what='pair', until=None):
+        """Run ``n`` blocks of ``arms`` (environment names; alternating order), or fewer when
+        ``until(got)`` says after a block that it is decided. Returns {arm index: [slot record
+        per block]}."""
         got = {i: [] for i in range(len(arms))}
         for k in range(n):
+            if k and until is not None and until(got):
+                break
             order = list(range(len(arms)))
             if k % 2:
                 order.reverse()

@@ -27,6 +27,9 @@ def why(r):
             'median sits at the edge of the tolerance)'
     elif needed:
         text = (text + '; ' if text else '') + f'about {needed} pairs would decide'
+    elif r.get('n') and 'decided_at' in r:      # the sequential rule ran to its cap
+        text = (text + '; ' if text else '') + f'not decided by the cap of {r["n"]} pairs ' \
+            '(a change between the tolerance and the effect, or a spread beyond the plan)'
     return text
 
 
@@ -39,9 +42,7 @@ def result_line(r, width):
 
 
 def lines(doc):
-    out = [f'gate {doc["system"]}: A {doc["a"]["name"]} vs B {doc["b"]["name"]}, '
-           f'{doc["pairs"]} pairs, same = {doc["level"]:.0%} interval of B/A within '
-           f'1 +- {doc["tolerance"]:g}']
+    out = [f'gate {doc["system"]}: A {doc["a"]["name"]} vs B {doc["b"]["name"]}, ' + rule(doc)]
     results = doc.get('results') or []
     width = max([len(r['check']) for r in results] + [5])
     for r in sorted(results, key=lambda r: (r['status'] == 'same', r['check'], r['phase'])):
@@ -51,6 +52,16 @@ def lines(doc):
         out.append(f'error: {doc["error"]}')
     out.append(f'GATE: {VERDICT[doc["exit"]]} (exit {doc["exit"]})')
     return out
+
+
+def rule(doc):
+    """The rule the gate judged by, in one line."""
+    if doc.get('rule') == 'sequential':
+        return (f'pairs auto: {doc.get("pairs_run", 0)} run of at most {doc["max_pairs"]}, '
+                f'{doc["level"]:.0%} confidence sequence of B/A; slower/faster beyond 1 +- '
+                f'{doc["tolerance"]:g}, same = no change as large as {doc["effect"]:.0%}')
+    return (f'{doc["pairs"]} pairs, same = {doc["level"]:.0%} interval of B/A within '
+            f'1 +- {doc["tolerance"]:g}')
 
 
 def bisect_lines(bis):
@@ -69,7 +80,9 @@ def bisect_lines(bis):
             for r in m['results']:
                 out.append(f'  {m["label"]:30s} {r["check"]} {r["phase"]}: {_num(r.get("ratio"))} '
                            f'{interval(r)} {r["status"]}')
-    if bis.get('named'):
+    if bis.get('cannot_tell'):
+        out.append(f'CULPRIT: cannot tell: {bis["cannot_tell"]}')
+    elif bis.get('named'):
         out += [f'CULPRIT: {n["part"]} ({n["how"]})' for n in bis['named']]
     elif bis.get('stages'):
         out.append('CULPRIT: none named (no mix was surely slower than A carrying a third of '
