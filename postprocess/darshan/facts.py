@@ -17,7 +17,6 @@ import re
 import struct
 import tempfile
 
-MODULE_NAMES = ('POSIX', 'MPI-IO', 'H5F', 'H5D', 'LUSTRE', 'STDIO', 'DXT_POSIX', 'DXT_MPIIO')
 SIZE_BINS = ('0_100', '100_1K', '1K_10K', '10K_100K', '100K_1M', '1M_4M', '4M_10M',
              '10M_100M', '100M_1G', '1G_PLUS')
 _NOT_DATA = re.compile(r'(\.locktest(\.\d+)?$|_cid-[-\d]+\.sm$|^<(STDIN|STDOUT|STDERR)>$|^heatmap:)')

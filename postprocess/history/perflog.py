@@ -25,7 +25,6 @@ PHASES = ('write', 'read')
 CONTRACT_FIELDS = ['job_completion_time', 'reframe version', 'name', 'system', 'partition',
                    'environ', 'iob_params', 'jobid', 'result', 'iob_reps', 'iob_provenance']
 _ROTATED = re.compile(r'\.log(\.h\d+)?$')
-CHUNK_BYTES = 32 << 20
 
 
 class Diagnostics(list):

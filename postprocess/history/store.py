@@ -234,10 +234,6 @@ def empty_rows_sql():
     return rows_sql(runs, reps, '')
 
 
-def np_strings(values):
-    return np.array(list(values), dtype=object)
-
-
 def runs_of_nights(history, nights):
     """Run records (with provenance) of the history's sessions on ``nights``: only those are
     made dicts, so a nightly's cost does not grow with the history (why/annotate.py, state.py)."""

@@ -51,10 +51,8 @@ def history_window(args):
 def ior_section(history):
     """iobench/IOR ratios per API and size (postprocess/report/ior_ratio.py), when the history
     holds the IOR comparison check; [] otherwise (the page then has no such section)."""
-    try:
-        from postprocess.report.ior_ratio import HIGH, LOW, ior_ratios
-    except ImportError:
-        return []
+    # in-tree: an import that fails is a bug to see, never a page section silently dropped
+    from postprocess.report.ior_ratio import HIGH, LOW, ior_ratios
     rows = []
     for r in ior_ratios(history):
         rows.append({'flag': r['finding'], 'cells': {

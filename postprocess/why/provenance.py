@@ -62,10 +62,6 @@ def facts(prov):
     return out
 
 
-def _values(provs, label):
-    return sorted({f[label] for f in map(facts, provs) if label in f})
-
-
 def changes(before, after):
     """["HDF5 1.10.8 → 1.12.3", ...]: labels whose set of values differs between two lists of
     provenance dicts (the runs of the last good night and of the `since` night)."""
