@@ -11,7 +11,7 @@ scenario what judges the verdict (issue 44, docs/verdicts.md):
 - the whole tree judged again (`detect --all-nights --runs`): every night's statuses as the
   nightly said them (a verdict that is a function of the data).
 
-Scenarios (tests/support/nights.py FAULTS): write (every iobench write and sync +25 % time, paid in
+Scenarios (bench/nights.py FAULTS): write (every iobench write and sync +25 % time, paid in
 kind), hdf5 (only writes to HDF5 files, +35 %), read (every iobench read +30 %), meta (every
 create/open/stat/unlink/close of iobench's files +25 %). The clean nights are shared: each
 scenario runs its two slowed nights on its own copy of the tree at that point. The short replay
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from postprocess.detect.options import DEFAULTS
-from tests.support import nights
+from bench import nights
 
 SCENARIOS = ('write', 'hdf5', 'read', 'meta')
 JUDGED_FROM = DEFAULTS['min_nights']      # clean nights with a judged level: night 6 on

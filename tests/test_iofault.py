@@ -1,4 +1,4 @@
-"""The fault of the real-night replay has the size it claims (tests/support/iofault.c, tests/support/nights.py).
+"""The fault of the real-night replay has the size it claims (tests/support/iofault.c, bench/nights.py).
 
 bench/real_replay.py and tests/test_verdicts_e2e.py judge the verdict by whether it finds "every
 iobench write ~20 % slower". Whether a miss is the detector's or the fault's is read here: the
@@ -28,7 +28,7 @@ import shutil
 
 import pytest
 
-from tests.support import nights
+from bench import nights
 from tests.support.launch import run
 
 

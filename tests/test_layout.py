@@ -123,3 +123,21 @@ def test_no_test_module_imports_another():
                                            'from tests.support.simruns import runs\n')) == [1, 2]
     found = offenders(imports_of_tests)
     assert not found, found
+
+
+def imports_of_test_tree(tree):
+    """Lines importing anything of tests/ (tests, tests.support...)."""
+    out = []
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ''] if isinstance(node, ast.ImportFrom) else [])
+        out += [node.lineno for n in names if n.split('.')[0] == 'tests']
+    return out
+
+
+def test_only_tests_import_from_tests():
+    """Data flows one way: bench, the checks, configs and postprocess never lean on the tests."""
+    assert imports_of_test_tree(ast.parse('from tests.support import nights\nimport bench\n')) == [1]
+    found = {f: lines for f, lines in offenders(imports_of_test_tree).items()
+             if not f.startswith('tests/')}
+    assert not found, found

@@ -1,4 +1,4 @@
-"""The replays' re-dating (tests/support/nights.py): a night's perflog lines, store file and verdict
+"""The replays' re-dating (bench/nights.py): a night's perflog lines, store file and verdict
 move to the night it stands for, one session on its date, also when the run crossed midnight (run
 27.1: 24 of a night's 26 lines stayed at the real date and became a night of their own, after every
 replayed one; moved with their clock times, the two after midnight joined the night before)."""
@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.support import nights
+from bench import nights
 
 
 HEADER = b'job_completion_time|name|iob_reps\n'

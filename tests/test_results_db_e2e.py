@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.nights import FIRST_NIGHT, nightly, redate, today
+from bench.nights import FIRST_NIGHT, nightly, redate, today
 from tests.support.reframe_runs import TEST_CHECKS
 from tests.support.servers import webhook
 

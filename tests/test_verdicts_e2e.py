@@ -1,5 +1,5 @@
 """End to end on real nights: `ci/nightly.sh` runs of a few quick-suite checks, each re-dated to
-its own night (tests/support/nights.py, as bench/real_replay.py), then one night with every
+its own night (bench/nights.py, as bench/real_replay.py), then one night with every
 iobench write and sync four times its time (tests/support/iofault.c, LD_PRELOAD, fio untouched):
 
 * the clean nights are never red on the I/O stack's level;
@@ -17,7 +17,7 @@ import shutil
 import pytest
 
 from bench.real_replay import rejudge
-from tests.support import nights
+from bench import nights
 
 pytestmark = [pytest.mark.reframe, pytest.mark.long]
 

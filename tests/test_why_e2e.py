@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.nights import redate, today
+from bench.nights import redate, today
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,7 +1,7 @@
 """Real nights on one machine: `ci/nightly.sh` runs into one results tree, each run's perflog lines
 re-dated to its own night afterwards, and iobench made genuinely slower by tests/support/iofault.c (an
 LD_PRELOAD library). Shared by bench/real_replay.py and tests/test_verdicts_e2e.py
-(`from tests.support import nights`).
+(`from bench import nights`).
 
 Re-dating: a run's perflog lines carry today's date while it judges itself; afterwards they are moved
 (in place, same length) to their own past night, so the next run sees them as history.
@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 # a perflog data line opens with its completion time, '%Y-%m-%dT%H:%M:%S%z' (configs/settings.py)
 DATED = re.compile(rb'\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{4}')
 NIGHT_OPENS = datetime.time(20, 0)      # a re-dated night's first line
@@ -58,7 +58,7 @@ def build_fault_lib(out_dir):
     """Compile tests/support/iofault.c into OUT_DIR/libiofault.so (needs cc)."""
     lib = Path(out_dir) / 'libiofault.so'
     subprocess.run(['cc', '-shared', '-fPIC', '-O2', '-o', str(lib),
-                    str(Path(__file__).with_name('iofault.c')), '-ldl'], check=True, capture_output=True)
+                    str(REPO / 'tests' / 'support' / 'iofault.c'), '-ldl'], check=True, capture_output=True)
     return lib
 
 
