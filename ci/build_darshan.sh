@@ -20,11 +20,7 @@ for tool in mpicc autoreconf libtoolize h5dump; do
 done
 [[ -f "$HDF5_PARALLEL_ROOT/include/H5pubconf.h" ]] ||
     { echo "build_darshan: no parallel HDF5 at HDF5_PARALLEL_ROOT=$HDF5_PARALLEL_ROOT (apt-get install libhdf5-openmpi-dev)" >&2; exit 1; }
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/darshan-build.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-start=$(date +%s)
-fetch_source "$WORK/src"
-rm -rf "$PREFIX"
+begin_build
 # Darshan's configure wants one HDF5 prefix with bin/h5dump (for the version), include/ and lib/;
 # Debian splits them, so a folder of links, kept in the install because lib/ becomes its rpath.
 H5="$PREFIX/share/hdf5-parallel"

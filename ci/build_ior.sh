@@ -16,11 +16,7 @@ if stamp_ok "$PREFIX" bin/ior; then echo "$PREFIX"; exit 0; fi
 for tool in mpicc autoreconf; do
     command -v $tool >/dev/null || { echo "build_ior: $tool not found (apt-get install libopenmpi-dev autoconf automake)" >&2; exit 1; }
 done
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/ior-build.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-start=$(date +%s)
-fetch_source "$WORK/src"
-rm -rf "$PREFIX"
+begin_build
 cd "$WORK/src"
 { ./bootstrap && ./configure --prefix="$PREFIX" --with-hdf5 MPICC=mpicc \
       CPPFLAGS="-I$HDF5_PARALLEL_ROOT/include" LDFLAGS="-L$HDF5_PARALLEL_ROOT/lib -Wl,-rpath,$HDF5_PARALLEL_ROOT/lib" &&

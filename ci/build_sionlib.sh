@@ -14,11 +14,7 @@ PREFIX="$CACHE/$NAME-$VERSION"
 
 if stamp_ok "$PREFIX" bin/sionconfig lib/liblsionmpi_64.a; then echo "$PREFIX"; exit 0; fi
 command -v mpicc >/dev/null || { echo "build_sionlib: mpicc not found (apt-get install libopenmpi-dev)" >&2; exit 1; }
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/sionlib-build.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-start=$(date +%s)
-fetch_source "$WORK/src"
-rm -rf "$PREFIX"
+begin_build
 cd "$WORK/src"
 # its own configure script (not autoconf): it names a build-<platform> folder to make in
 ./configure --prefix="$PREFIX" --disable-fortran --disable-cxx --disable-parutils --mpi=openmpi \

@@ -10,6 +10,9 @@
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${IOBENCH_BUILD_DIR:-$REPO/build}
+if [[ -n "${IOREGRESS_SOURCES:-}" && ! -d "$IOREGRESS_SOURCES" ]]; then
+    echo "ci/setup.sh: IOREGRESS_SOURCES='$IOREGRESS_SOURCES' is not a directory" >&2; exit 2
+fi
 
 APT_PACKAGES=(openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools fio cmake pkg-config)
 # Headless browser for the Darshan index test (tests/test_darshan_index.py opens the page).
@@ -131,7 +134,7 @@ tool_prefix() {   # tool_prefix SCRIPT: the install prefix, "" when left out (st
     ((rc == 3)) && return 0
     echo "ci/setup.sh: ci/$1 failed (status $rc)" >&2; exit 1
 }
-if [[ -n "${IOREGRESS_SOURCES:-}" ]]; then export IOREGRESS_SOURCES; fi
+[[ -z "${IOREGRESS_SOURCES:-}" ]] || export IOREGRESS_SOURCES
 tool_prefix build_darshan.sh >/dev/null
 tool_prefix build_ior.sh >/dev/null
 SIONLIB_PREFIX=$(tool_prefix build_sionlib.sh)

@@ -38,6 +38,16 @@ fetch_source() {
     echo "$NAME: source $archive" >&2
 }
 
+# begin_build: a work folder (removed on exit) with the source unpacked in $WORK/src, $PREFIX
+# emptied, the clock started ($start, for write_stamp).
+begin_build() {
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/$NAME-build.XXXXXX")
+    trap 'rm -rf "$WORK"' EXIT
+    start=$(date +%s)
+    fetch_source "$WORK/src"
+    rm -rf "$PREFIX"
+}
+
 write_stamp() {   # write_stamp PREFIX START_SECONDS [key=value...]
     local prefix=$1 start=$2; shift 2
     { echo "name=$NAME"; echo "version=$VERSION"; echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
