@@ -30,14 +30,12 @@ unpack spack-packages "$PACKAGES_VERSION" "spack-packages-$PACKAGES_VERSION*.tar
 
 # Spack's own site scope (etc/spack of this Spack only): the builtin repository from the archive,
 # no bootstrapping from the network (clingo is importable), the install tree inside this root.
-cat > "$ROOT/etc/spack/repos.yaml" <<YAML
-repos:
-  builtin: $PKGS/repos/spack_repo/builtin
-YAML
-cat > "$ROOT/etc/spack/bootstrap.yaml" <<'YAML'
-bootstrap:
-  enable: false
-YAML
+# (written only when different: a second setup changes nothing)
+same_or_write() { [[ -f "$1" && "$(cat "$1")" == "$2" ]] || printf '%s\n' "$2" > "$1"; }
+same_or_write "$ROOT/etc/spack/repos.yaml" "repos:
+  builtin: $PKGS/repos/spack_repo/builtin"
+same_or_write "$ROOT/etc/spack/bootstrap.yaml" "bootstrap:
+  enable: false"
 python3 -c 'import clingo' 2>/dev/null ||
     { echo "build_spack: python3 cannot import clingo (pip install clingo; ci/setup.sh pins it)" >&2; exit 1; }
 
