@@ -3,11 +3,13 @@ checkout, or its code failing to import) is a failed step, never a skipped one. 
 the terminal names the step with the reason, and the page (when the report itself can run) shows it.
 
 Each case runs the real nightly of a copy of this checkout with one real fault put into its code
-(ReFrame is tests/fixtures/fake_reframe.py, as in tests/test_notify.py); the copy is what the
-nightly imports (PYTHONPATH), as ci/installed_here.py demands."""
+(ReFrame is tests/fixtures/fake_reframe.py, as in tests/test_notify.py). The copy is installed as
+ci/setup.sh installs a checkout (`pip install -e`), into a virtual environment that sees the
+machine's packages, so it is what that nightly imports, as ci/installed_here.py demands."""
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -19,18 +21,36 @@ def _checkout(tmp_path):
     for part in ('ci', 'configs', 'postprocess', 'reframe_checks'):
         shutil.copytree(REPO / part, copy / part,
                         ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+    for name in ('pyproject.toml', 'README.md', 'LICENSE'):
+        shutil.copy(REPO / name, copy / name)
     return copy
+
+
+def _clean_env():
+    # what the caller's shell may add to the import path would shadow the copy's install
+    return {k: v for k, v in os.environ.items() if not k.startswith('PYTHON')}
+
+
+def _install(tmp_path, copy):
+    """A virtual environment (with the machine's packages) where `copy` is installed editable."""
+    venv = tmp_path / 'venv'
+    subprocess.run([sys.executable, '-m', 'venv', '--system-site-packages', str(venv)], check=True,
+                   env=_clean_env())
+    subprocess.run([str(venv / 'bin' / 'python'), '-m', 'pip', 'install', '-q', '--no-deps',
+                    '--no-build-isolation', '-e', str(copy)], check=True, env=_clean_env(),
+                   capture_output=True, timeout=600)
+    return venv / 'bin' / 'python'
 
 
 def _night(tmp_path, copy):
     fake = tmp_path / 'fake-reframe'
     shutil.copy(REPO / 'tests' / 'fixtures' / 'fake_reframe.py', fake)
     fake.chmod(0o755)
-    env = dict(os.environ, REFRAME=str(fake), FAKE_LINES='3',
+    python = _install(tmp_path, copy)
+    env = dict(_clean_env(), REFRAME=str(fake), FAKE_LINES='3', PYTHON=str(python),
                FAKE_PERFLOG=str(REPO / 'tests' / 'fixtures' / 'perflogs' / 'real' / 'local'
                                 / 'default' / 'BenchIO.log'),
-               FAKE_TIME='2026-11-04T03:00:00+00:00',
-               PYTHONPATH=f'{copy}{os.pathsep}{copy / "reframe_checks"}')
+               FAKE_TIME='2026-11-04T03:00:00+00:00')
     for var in ('IOREGRESS_STORE', 'IOREGRESS_THIS_RUN', 'IOREGRESS_NOTIFY'):
         env.pop(var, None)
     results = tmp_path / 'results'
