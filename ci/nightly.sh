@@ -27,7 +27,7 @@
 # Exit status: 0 all checks passed and no regression detected; 1 a check failed (sanity, performance
 # reference or ReFrame error) or a postprocess step failed; 3 checks passed but postprocess detected a
 # regression; 2 bad usage (one line, nothing created).
-# Postprocess commands that do not exist (yet) in this checkout are skipped with a message.
+# A postprocess step that cannot run (command missing, import error) is a failed step: exit 1, named.
 # Where sites look (docs/nightly.md): IOREGRESS_RESULTS_DB (default <results>/reframe.db, 'off': none)
 # stores the sessions in ReFrame's results DB; a system file's 'export': {'victoriametrics': URL}
 # sends values and findings there; IOREGRESS_NOTIFY (Apprise URLs) gets a message on red nights.
@@ -240,14 +240,24 @@ stage=postprocess
 grep -q -m1 'failed to store results in the database' "$run/reframe.out" \
     && say "warning: tonight's session is not in the results DB '$results_db' (see reframe.out)"
 
-# ---- 2. postprocess (whatever this checkout has) -------------------------------------------------------
-# have CMD: the postprocess CLI offers CMD (its registry lists it and CMD --help works).
-have() { (cd "$REPO" && "$PYTHON" -m postprocess "$1" --help >/dev/null 2>&1); }
+# ---- 2. postprocess ----------------------------------------------------------------------------------
+# step_failed NAME REASON: a failed step, named to notify (--failed-step) and, with its reason, on the
+# page (post/failed-steps.tsv, read by postprocess report) and in the terminal.
+step_failed() {
+    post_failed=1; failed_steps+=("$1")
+    printf '%s\t%s\n' "$1" "$2" >> "$run/post/failed-steps.tsv"
+}
+# post CMD ARGS...: run a postprocess step. A step that cannot run (its command missing from this
+# checkout, or its code failing to import: `CMD --help` fails) fails the night with the reason:
+# skipping it would end green a night that judged nothing. Status 4 then.
 post() {
-    local cmd=$1; shift
-    if ! have "$cmd"; then
-        say "postprocess: no '$cmd' command in this checkout, skipped"
-        return 0
+    local cmd=$1 why; shift
+    if ! why="$(cd "$REPO" && "$PYTHON" -m postprocess "$cmd" --help 2>&1 >/dev/null)"; then
+        why="$(grep -v '^\s*$' <<<"$why" | tail -n 1)"
+        why="cannot run: ${why:-python -m postprocess $cmd --help failed}"
+        say "FAILED: postprocess $cmd $why" >&2
+        step_failed "$cmd" "$why"
+        return 4
     fi
     say "postprocess $cmd $*"
     (cd "$REPO" && "$PYTHON" -m postprocess "$cmd" "$@")
@@ -255,14 +265,17 @@ post() {
 
 regression=0
 post_failed=0
-post darshan-index "$run" -o "$run/post/darshan" -j 2 || { post_failed=1; failed_steps+=(darshan-index); }
+post darshan-index "$run" -o "$run/post/darshan" -j 2
+st=$?; ((st == 0 || st == 4)) || step_failed darshan-index "exit status $st"
 post detect --store "$results/store" --system "$system" --runs "$results/runs" \
     --json "$run/post/detect.json" \
     > "$run/post/detect.txt" 2>&1
 detect_status=$?
 cat "$run/post/detect.txt"
-if ((detect_status > 1)); then
-    post_failed=1; failed_steps+=(detect)
+if ((detect_status == 4)); then
+    :   # cannot run: said and recorded by post
+elif ((detect_status > 1)); then
+    step_failed detect "exit status $detect_status"
     say "postprocess detect failed (status $detect_status)"
 elif [[ -e "$run/post/detect.json" ]]; then
     # Tonight's verdict (postprocess/detect/verdict.py) -> $run/post/verdict.json: the findings about
@@ -304,16 +317,16 @@ elif [[ -e "$run/post/detect.json" ]]; then
     case $verdict_status in
         0) ;;
         3) regression=1 ;;
-        *) post_failed=1; failed_steps+=(verdict); say "could not judge tonight (verdict status $verdict_status)" ;;
+        *) step_failed verdict "exit status $verdict_status"; say "could not judge tonight (verdict status $verdict_status)" ;;
     esac
 else    # status 1 is also an environment fault (e.g. a full disk): no findings file, no judgement
-    post_failed=1; failed_steps+=(detect)
+    ((detect_status == 4)) || step_failed detect "wrote no findings (exit status $detect_status)"
     say "postprocess detect wrote no findings (status $detect_status)"
 fi
 darshan_link=()
 [[ -e "$run/post/darshan/index.html" ]] && darshan_link=(--darshan-index "$run/post/darshan/index.html")
-post report --store "$results/store" --system "$system" -o "$run/post/report" "${darshan_link[@]}" \
-    || { post_failed=1; failed_steps+=(report); }
+post report --store "$results/store" --system "$system" -o "$run/post/report" "${darshan_link[@]}"
+st=$?; ((st == 0 || st == 4)) || step_failed report "exit status $st"
 
 # ---- 3. verdict ------------------------------------------------------------------------------------------
 echo

@@ -3,9 +3,16 @@
 # is missing, runs apt-get update at most once, rebuilds iobench incrementally.
 #   IOBENCH_BUILD_DIR  where iobench is built (default: <repo>/build)
 #   IOREGRESS_NO_BUILD=1  install only
+#   IOREGRESS_SOURCES  folder of upstream source archives (Darshan, IOR, SIONlib, Spack and its
+#                      packages; file names in ci/build_*.sh) for machines without GitHub access;
+#                      unset or missing an archive: downloaded from the project's release
+#   IOREGRESS_CACHE    where the tools are built (default ~/.cache/ioregress)
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD_DIR=${IOBENCH_BUILD_DIR:-$REPO/build}
+if [[ -n "${IOREGRESS_SOURCES:-}" && ! -d "$IOREGRESS_SOURCES" ]]; then
+    echo "ci/setup.sh: IOREGRESS_SOURCES='$IOREGRESS_SOURCES' is not a directory" >&2; exit 2
+fi
 
 APT_PACKAGES=(openmpi-bin libopenmpi-dev libhdf5-openmpi-dev hdf5-tools fio cmake pkg-config)
 # Headless browser for the Darshan index test (tests/test_darshan_index.py opens the page).
@@ -39,6 +46,11 @@ APT_PACKAGES+=(victoria-metrics)
 # Tests that read what iobench asks of the kernel (O_DIRECT opens, each ADIOS2 rank's fsyncs): strace;
 # without it they skip, and a fresh image need not have it.
 APT_PACKAGES+=(strace)
+# Darshan and IOR come as git archives (ci/build_darshan.sh, ci/build_ior.sh): autotools make
+# their configure scripts.
+APT_PACKAGES+=(autoconf automake libtool)
+# Spack concretizes with clingo; from PyPI it needs no bootstrapping (ci/build_spack.sh).
+PIP_PACKAGES+=(clingo==5.8.0)
 
 APT_UPDATED=0
 apt_install() {   # apt-get update at most once per run
@@ -109,6 +121,25 @@ if [[ "${IOREGRESS_NO_ADIOS2:-0}" != 1 ]]; then
     ADIOS2_PREFIX=$("$REPO/ci/build_adios2.sh" | tail -n 1)
     CMAKE_EXTRA+=("-DCMAKE_PREFIX_PATH=$ADIOS2_PREFIX")
 fi
+
+# The tools the suite runs beside, each built once into the cache (stamp file; a second setup
+# reuses them in milliseconds): darshan-runtime with its HDF5 module (the quick suite captures
+# every iobench run), SIONlib (iobench's sionlib backend), IOR (the side-by-side checks), Spack
+# with its package repository (spack_env/systems/local installed: iobench built through Spack).
+# Exit 3 from a build script = no source archive and no network: one line said so; setup goes on.
+tool_prefix() {   # tool_prefix SCRIPT: the install prefix, "" when left out (status 3)
+    local out rc=0
+    out=$("$REPO/ci/$1") || rc=$?
+    ((rc == 0)) && { tail -n 1 <<<"$out"; return 0; }
+    ((rc == 3)) && return 0
+    echo "ci/setup.sh: ci/$1 failed (status $rc)" >&2; exit 1
+}
+[[ -z "${IOREGRESS_SOURCES:-}" ]] || export IOREGRESS_SOURCES
+tool_prefix build_darshan.sh >/dev/null
+tool_prefix build_ior.sh >/dev/null
+SIONLIB_PREFIX=$(tool_prefix build_sionlib.sh)
+[[ -z "$SIONLIB_PREFIX" ]] || CMAKE_EXTRA+=("-DSIONLIB_ROOT=$SIONLIB_PREFIX")
+tool_prefix build_spack.sh >/dev/null
 
 if [[ "${IOREGRESS_NO_BUILD:-0}" != 1 ]]; then
     cmake -S "$REPO/src" -B "$BUILD_DIR" "${CMAKE_EXTRA[@]}" >/dev/null

@@ -34,6 +34,13 @@ os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 # No oversubscription warnings and no shared-memory segments in odd places on small CI boxes.
 os.environ.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+# What ci/setup.sh built into ~/.cache/ioregress (SIONlib, IOR, Spack): the tests and the ReFrame
+# runs they start use it, as ci/quick.sh does; a variable already set wins. Not Darshan: a
+# libdarshan.so for every ReFrame run would change what all of them log; the Darshan tests take
+# it from installed.built_here() themselves.
+for _name, _value in installed.built_here().items():
+    if _name != "IOREGRESS_DARSHAN_LIB":
+        os.environ.setdefault(_name, _value)
 
 
 def _optional_library_args() -> list:

@@ -108,7 +108,7 @@ ENV = '''spack:
 def test_spack_makes_the_mix_with_b_version(tmp_path):
     exe = spack.spack_command()
     if exe is None:
-        pytest.skip('no spack on PATH and no IOREGRESS_SPACK_ROOT (CI has no Spack)')
+        pytest.skip('no spack on PATH and no IOREGRESS_SPACK_ROOT (ci/build_spack.sh makes one)')
     dirs = {}
     for side, version in (('a', '2.11.0'), ('b', '2.10.1')):
         prefix = CACHE / f'adios2-{version}'

@@ -1,8 +1,9 @@
 """ReFrame side of issue 12: the IOR comparison check (reframe_checks/ior_compare.py) and the rank
 scaling checks (reframe_checks/scaling.py), run for real on `local` like tests/test_reframe.py.
 
-Without IOR the comparison must skip with its reason (CI has none); with one (IOR_ROOT or PATH) both
-tools land in the perflog as their own series. `--tag scaling` sweeps local's rank_counts (1, 2).
+Without IOR the comparison must skip with its reason; with one (IOR_ROOT, which tests/conftest.py
+sets to ci/build_ior.sh's build, or PATH) both tools land in the perflog as their own series.
+`--tag scaling` sweeps local's rank_counts (1, 2).
 """
 import os
 import re

@@ -43,7 +43,7 @@ def test_summary_lists_regression_failure_and_issue11_fields(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     n = len({f['check'] for f in findings if f.get('scope', 'series') == 'series'})
-    assert lines[0] == f'ioregress: {n} checks: {n - 2} passed, 1 failed, 1 skipped'
+    assert lines[0] == f'ioregress: {n} test cases: {n - 2} passed, 1 failed, 1 skipped'
     kinds = [line.split()[0] for line in lines if line.startswith('  ') and line[2] != ' ']
     # ordered: what moved many series at once, regressions, failures; then (not red) noisy
     assert kinds == ['SYSTEM-WIDE'] + ['REGRESSION'] * len(regressions) + ['FAILED', 'NOISY']
@@ -114,9 +114,11 @@ def test_quick_sh_ends_with_the_verdict(tmp_path, iobench):
     verdict_at = next(i for i, line in enumerate(tail) if line.startswith('ioregress: '))
     summary = tail[verdict_at:]
     failures, skipped = info['num_failures'], info['num_skipped']
-    cases = info['num_cases'] - builds          # ReFrame counts the build fixture as a case
-    assert summary[0] == (f'ioregress: {cases} checks: {cases - failures - skipped} passed, '
-                          f'{failures} failed, {skipped} skipped')
+    cases = info['num_cases']           # ReFrame's count, the build fixture included, as it says
+    assert f'Ran {cases}/{cases} test case(s)' in proc.stdout
+    assert builds == 1 and summary[0] == (
+        f'ioregress: {cases} test cases (1 build): {cases - failures - skipped} passed, '
+        f'{failures} failed, {skipped} skipped')
     assert failures == 1
     assert re.match(r'  FAILED +BenchIO mpiio/collective ranks=2 size=64 in performance: '
                     r'performance error: failed to meet reference\(s\): write_bw=', summary[2])
@@ -157,7 +159,7 @@ def test_summary_prefers_the_nightly_verdict_document(tmp_path):
     proc = pp('summary', '--run', run)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0] == f'ioregress: {len(checks)} checks: {len(checks)} passed, 0 failed, 0 skipped'
+    assert lines[0] == f'ioregress: {len(checks)} test cases: {len(checks)} passed, 0 failed, 0 skipped'
     listed = [line for line in lines if line.startswith('  ') and line[2] != ' ']
     assert len(listed) == len(shown) + sum(f.get('scope') == 'system' for f in doc['findings'])
     for f in shown:

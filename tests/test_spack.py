@@ -1,6 +1,6 @@
 """Spack side: environments, the iobench recipe, the ReFrame Spack build path.
 
-Without Spack (CI here) the files are checked as data: YAML loads, required keys, paths resolve,
+The files are checked as data: YAML loads, required keys, paths resolve,
 the recipe (parsed with ast, Spack not imported) matches src/CMakeLists.txt. With Spack on PATH
 or $IOREGRESS_SPACK_ROOT set, the local environment is installed for real and ReFrame runs a check
 through the Spack build path; otherwise those tests skip with the reason.
@@ -192,7 +192,7 @@ def _spack_env():
 
 
 needs_spack = pytest.mark.skipif(_spack_env() is None,
-                                 reason='no spack on PATH and no IOREGRESS_SPACK_ROOT (CI has no Spack)')
+                                 reason='no spack on PATH and no IOREGRESS_SPACK_ROOT (ci/build_spack.sh makes one)')
 
 
 @needs_spack

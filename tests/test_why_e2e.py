@@ -17,8 +17,8 @@ night). Data go to /dev/shm, as in tests/test_gate.py: on the VM's disk this HDF
 2.6x over six clean nights (76-199 MiB/s; on /dev/shm 266-285), and against such a history
 Student's t on six usual nights asks -99.8 % before one night is far (docs/verdicts.md), so the
 slowed night was never re-run and never red.
-Where darshan-runtime is built ($IOREGRESS_DARSHAN_LIB, else /opt/darshan/lib/libdarshan.so;
-never in the repository) every run is also captured, and the red finding's `why` must carry the
+Where darshan-runtime is built ($IOREGRESS_DARSHAN_LIB, else ci/build_darshan.sh's build
+in ~/.cache/ioregress) every run is also captured, and the red finding's `why` must carry the
 sentence from the Darshan diff of the two nights' logs; without it that part is skipped.
 """
 import datetime
@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from iobench_lib import installed
+
 from bench.nights import redate, today
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,7 +43,7 @@ FIRST = datetime.date(2026, 3, 1)
 NAMES = ['BenchIO.*size=64.*ranks=2.*hdf5:independent', 'BenchIO.*size=64.*ranks=2.*posix:fpp']
 CLEAN = 6
 NOTE = 'HDF5 1.12.3 stack, trial'
-DARSHAN_LIB = os.environ.get('IOREGRESS_DARSHAN_LIB') or '/opt/darshan/lib/libdarshan.so'
+DARSHAN_LIB = installed.built_here().get('IOREGRESS_DARSHAN_LIB') or '/opt/darshan/lib/libdarshan.so'
 
 H5_FAKE = r'''
 #define _GNU_SOURCE

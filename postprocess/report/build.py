@@ -75,6 +75,39 @@ def ior_section(history):
 INTERACTIVE_MAX = 12
 
 
+def failed_steps(path):
+    """[(step, reason)] from ci/nightly.sh's post/failed-steps.tsv (one ``step<TAB>reason`` a line)."""
+    if not path:
+        return []
+    with open(path, encoding='utf-8', errors='replace') as fh:
+        return [tuple((line.rstrip('\n').split('\t', 1) + [''])[:2]) for line in fh if line.strip()]
+
+
+def what_ran(history, cases, darshan_rows):
+    """One sentence for a newcomer: what this run measured, with which libraries, beside what."""
+    if not len(history):
+        return ''
+    checks, backends = {}, set()
+    for _, _, _, check, params in history.keys:
+        name = verdict.check_class(check)
+        checks[name] = checks.get(name, 0) + 1
+        p = dict(item.partition('=')[::2] for item in str(params).split(',') if '=' in item)
+        backends.add('IOR' if p.get('tool') == 'ior' else p.get('backend', ''))
+    where = sorted({f'{k[0]}:{k[1]}' for k in history.keys})
+    parts = [f'{name} ({n} series)' for name, n in sorted(checks.items())]
+    text = f'Measured on {", ".join(where)}: {", ".join(parts)}'
+    libs = sorted(b for b in backends if b and b != plots.BASELINE_BACKEND)
+    if libs:
+        text += f'; libraries: {", ".join(libs)}'
+    if plots.BASELINE_BACKEND in backends:
+        text += f'; {plots.BASELINE_BACKEND} as the file system baseline'
+    if cases is not None:
+        text += f'; {len(cases)} test cases'
+    if darshan_rows:
+        text += f'; {len(darshan_rows)} iobench runs captured by Darshan (index linked above)'
+    return text + '.'
+
+
 def build_report(args):
     """Write args.output/index.html and figures/; returns (page, number of figures, notes)."""
     outdir = args.output
@@ -165,11 +198,13 @@ def build_report(args):
                   for (kid, ph), nights in history.groups('efficiency').items() if kid in matched}
     result = verdict.build(findings, cases, verdict.skip_reasons(args.reframe_out)
                            if getattr(args, 'reframe_out', None) else None, tonight)
+    steps = failed_steps(getattr(args, 'failed_steps', None))
     page = html.write_report(os.path.join(outdir, 'index.html'), sections, findings, notes,
                              args.darshan_index, efficiency=efficiency, verdict=result, info=info,
                              darshan_links=darshan,
                              interactive=(interactive.resources_js() if plot_list else '', script,
                                           plot_list),
                              extra_sections=ior_section(history),
-                             accepted=accepted_page.rows(acceptances, {k[0] for k in history.keys}))
+                             accepted=accepted_page.rows(acceptances, {k[0] for k in history.keys}),
+                             failed_steps=steps, what_ran=what_ran(history, cases, darshan_rows))
     return page, sum(len(f) for _, f in sections), notes

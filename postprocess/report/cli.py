@@ -65,6 +65,8 @@ def run(args):
     args.verdict = _first_existing(os.path.join(post, 'verdict.json')) if post else None
     args.reframe_report = _first_existing(os.path.join(run_dir, 'report.json')) if run_dir else None
     args.reframe_out = os.path.join(run_dir, 'reframe.out') if run_dir else None
+    # steps of ci/nightly.sh that failed before this one (name<TAB>reason per line): on the page
+    args.failed_steps = _first_existing(os.path.join(post, 'failed-steps.tsv')) if post else None
     args.darshan_index = args.darshan_index or _first_existing(
         os.path.join(args.output, 'darshan', 'index.html'),
         os.path.join(post, 'darshan', 'index.html') if post else None)

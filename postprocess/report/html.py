@@ -134,7 +134,7 @@ def groups(rest, info, darshan, efficiency):
 
 def write_report(path, sections, findings, notes, darshan_index=None, title='ioregress report',
                  efficiency=None, verdict=None, info=None, darshan_links=None, interactive=None,
-                 extra_sections=None, accepted=None):
+                 extra_sections=None, accepted=None, failed_steps=None, what_ran=''):
     """``sections``: [(heading, [png paths])]; ``findings``: detect findings (latest per series);
     ``verdict``: verdict.build(...) (default: built from ``findings`` alone); ``interactive``:
     (bokeh js, script, [(anchor, title, div)]). Written atomically to ``path``."""
@@ -143,11 +143,18 @@ def write_report(path, sections, findings, notes, darshan_index=None, title='ior
     info = info or SeriesInfo()
     js, script, plots = interactive or ('', '', [])
     counts = verdict['counts']
+    young = bool(findings) and all(f['status'] == 'insufficient history' for f in findings)
+    # a first night (no verdict possible yet): what ran and how the libraries compare come before
+    # the tables, the figures drawn for it (library bars first, then bandwidth against ranks)
+    first = [(_rel(p, outdir), os.path.basename(p)) for h, files in sections
+             if h.startswith(('Library', 'Bandwidth')) for p in files] if young else []
+    first.sort(key=lambda f: not f[1].startswith('libraries'))
     page = _env().get_template('index.html').render(
         title=title,
         generated=f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}',
         counts=counts, has_cases=sum(counts.values()) > 0,
-        young=bool(findings) and all(f['status'] == 'insufficient history' for f in findings),
+        young=young, first_figures=first[:4], what_ran=what_ran,
+        failed_steps=failed_steps or [],
         # the verdict judges against a usual level (its change is relative to it): 'usual' as in the terminal
         ref_label='usual' if any('expected_median' in f for f in findings) else 'history',
         attention=attention_lines(verdict['attention'], info, darshan_links),

@@ -271,7 +271,8 @@ def library_bars(history, outdir, notes):
         ranks = max(by_ranks, key=lambda r: (len(by_ranks[r]), int(r) if r.isdigit() else 0))
         chosen[(where, ranks, size, stripe)] = by_ranks[ranks]
     points = chosen
-    for (where, ranks, size, stripe), libs in sorted(points.items()):
+    # the figure comparing the most libraries first: the one a first-night page shows on top
+    for (where, ranks, size, stripe), libs in sorted(points.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         labels = sorted(libs)
         if len(labels) < 2:
             continue            # one library: nothing to compare

@@ -64,10 +64,18 @@ def format_line(a):
     return f'  {label:11s} {what} {a.get("phase", "")}{change}{median}{since}'.rstrip()
 
 
+def case_count(counts):
+    """'50 test cases (1 build)': ReFrame's count of what it ran ("Ran 50/50 test case(s)"), the
+    passing iobench build among them, so the two numbers a person compares agree."""
+    total = sum(v for k, v in counts.items() if k != 'builds')
+    builds = counts.get('builds', 0)
+    return f'{total} test case{"s" if total != 1 else ""}' + \
+        (f' ({builds} build{"s" if builds != 1 else ""})' if builds else '')
+
+
 def render(result, page=None):
     c = result['counts']
-    total = sum(c.values())
-    lines = [f'ioregress: {total} checks: {c["passed"]} passed, {c["failed"]} failed, '
+    lines = [f'ioregress: {case_count(c)}: {c["passed"]} passed, {c["failed"]} failed, '
              f'{c["skipped"]} skipped' + (f', {c["other"]} other' if c['other'] else '')]
     attention = result['attention']
     if attention:

@@ -165,14 +165,14 @@ def build(findings, cases=None, skipped_why=None, tonight=None):
             attention.append(dict(f, kind=f['scope'], since=f.get('since') or f.get('night')))
         elif f['status'] in NOT_RED:
             notes.append(dict(f, kind=f['status'], since=f.get('since')))
-    counts = {'passed': 0, 'failed': 0, 'skipped': 0, 'other': 0}
+    counts = {'passed': 0, 'failed': 0, 'skipped': 0, 'other': 0, 'builds': 0}
     skipped = []
     for case in cases or []:
         result = case.get('result')
-        if case.get('fixture') and result == 'pass':
-            continue            # a build that worked is not a check
+        # every case ReFrame ran counts, the build fixture too: the total is ReFrame's "Ran N"
         if result == 'pass':
             counts['passed'] += 1
+            counts['builds'] += bool(case.get('fixture'))
         elif result in ('fail', 'abort'):
             counts['failed'] += 1
             attention.append({'kind': 'failed', 'system': case['system'],

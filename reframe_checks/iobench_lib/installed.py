@@ -32,6 +32,22 @@ def _version_key(path):
     return [int(x) if x.isdigit() else x for x in re.split(r'[.-]', os.path.basename(path))]
 
 
+def cache_dir():
+    """Where ci/setup.sh builds the tools (ci/build_*.sh): $IOREGRESS_CACHE, else ~/.cache/ioregress."""
+    return os.environ.get('IOREGRESS_CACHE') or os.path.expanduser('~/.cache/ioregress')
+
+
+def _cached(name, probe):
+    """Newest $IOREGRESS_CACHE/<name>-<version>/ whose build finished (ci/build_*.sh write the
+    .ioregress-complete stamp last) and that has the file `probe`; None otherwise."""
+    for prefix in sorted(glob.glob(os.path.join(cache_dir(), f'{name}-[0-9]*')), key=_version_key,
+                         reverse=True):
+        if os.path.exists(os.path.join(prefix, '.ioregress-complete')) and \
+                os.path.exists(os.path.join(prefix, probe)):
+            return prefix
+    return None
+
+
 def adios2_dir():
     """ADIOS2 install prefix: $IOREGRESS_ADIOS2_DIR, else the newest ~/.cache/ioregress/adios2-*/
     (what ci/build_adios2.sh installs). A prefix counts only if it has lib*/cmake/adios2, and a cache
@@ -61,6 +77,20 @@ def darshan_lib():
     """libdarshan.so named by $IOREGRESS_DARSHAN_LIB, if that file exists."""
     lib = os.environ.get('IOREGRESS_DARSHAN_LIB')
     return os.path.abspath(lib) if lib and os.path.isfile(lib) else None
+
+
+def built_here():
+    """The variables that point the suite at what ci/setup.sh built in the cache: {name: value}
+    for each tool present, the environment's own value first (a site's choice wins). ci/quick.sh,
+    ci/nightly.sh and tests/conftest.py export them (`python3 -m iobench_lib.installed`)."""
+    lib = _cached('darshan', os.path.join('lib', 'libdarshan.so'))
+    found = {
+        'SIONLIB_ROOT': _cached('sionlib', os.path.join('bin', 'sionconfig')),
+        'IOR_ROOT': _cached('ior', os.path.join('bin', 'ior')),
+        'IOREGRESS_DARSHAN_LIB': lib and os.path.join(lib, 'lib', 'libdarshan.so'),
+        'IOREGRESS_SPACK_ROOT': _cached('spack', os.path.join('etc', 'spack', 'repos.yaml')),
+    }
+    return {k: os.environ.get(k) or v for k, v in found.items() if os.environ.get(k) or v}
 
 
 def iobench_build():
@@ -113,3 +143,10 @@ def mpi_gnu_environment(system):
     features, extras = library_features()
     return {'name': 'mpi-gnu', 'target_systems': [system], 'cc': 'mpicc',
             'features': features, 'extras': extras}
+
+
+if __name__ == '__main__':
+    # `eval "$(python3 -m iobench_lib.installed)"`: export what ci/setup.sh built (built_here()).
+    import shlex
+    for key, value in built_here().items():
+        print(f'export {key}={shlex.quote(value)}')
