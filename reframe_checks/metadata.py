@@ -51,3 +51,6 @@ class MDEmptyFiles(IOBenchBase):
     params = {'filesize': '0'}
     stripe = parameter(['default'], type=str)   # empty files: no stripe to choose
     processes = 8
+    # Darshan keeps one POSIX record per file: 5000 a rank in each of 5 repetitions (25000) is
+    # more than the default 16384 ("ran out of record memory"); 65536 leaves room for --repeat.
+    darshan_max_records = 65536
