@@ -24,13 +24,13 @@ needs_darshan = pytest.mark.skipif(not os.path.isfile(LIB), reason=f'no darshan-
                                    '(ci/build_darshan.sh, or set IOREGRESS_DARSHAN_LIB)')
 
 
-def _capture(iobench, tmp_path, backend, mode):
-    data = tmp_path / 'data'
+def _capture(iobench, tmp_path, backend, mode, data=None, extra_env=()):
+    data = data or tmp_path / 'data'
     data.mkdir(exist_ok=True)
     log, res = tmp_path / f'{backend}-{mode}.darshan', tmp_path / f'{backend}-{mode}.json'
     # LD_PRELOAD through `env` under mpirun: the ranks are instrumented, the launcher is not
     cmd = mpirun_cmd(2) + ['env', f'LD_PRELOAD={LIB}', f'DARSHAN_LOGFILE={log}',
-                           'DARSHAN_DISABLE_SHARED_REDUCTION=1', iobench, '--backend', backend,
+                           'DARSHAN_DISABLE_SHARED_REDUCTION=1', *extra_env, iobench, '--backend', backend,
                            '--mode', mode, '--size', '16', '--dir', str(data), '--repeat', '2',
                            '--json', str(res), '--quiet']
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -52,6 +52,26 @@ def test_live_mpiio_capture_backs_the_claim(iobench, tmp_path, mode, other):
     assert m['syncs'] > 0 and facts['darshan_version']
     assert C.failures(C.check_run(facts, dict(result, mode=other)))
     assert not (tmp_path / 'data').exists() or not list((tmp_path / 'data').iterdir())  # iobench cleaned up
+
+
+@needs_darshan
+def test_data_under_a_darshan_exclusion_is_seen(iobench, tmp_path):
+    # /dev/shm is under Darshan's built-in /dev/ exclusion: the check's exclusion list lets it in
+    from iobench_lib.darshan import exclude_dirs_for
+    data = pathlib.Path('/dev/shm') / f'ioregress-darshan-{os.getpid()}'
+    assert exclude_dirs_for('/scratch/run') is None
+    assert exclude_dirs_for(str(data), [('environment', {'DARSHAN_EXCLUDE_DIRS': '/x/'})]) is None
+    exclude = exclude_dirs_for(str(data))
+    assert '/dev/' not in exclude.split(',') and '/proc/' in exclude.split(',')
+    try:
+        (tmp_path / 'blind').mkdir()     # a log of the same name is never overwritten by Darshan
+        blind, result = _capture(iobench, tmp_path / 'blind', 'posix', 'fpp', data)
+        assert C.failures(C.check_run(blind, result))   # Darshan's default: no POSIX record at all
+        facts, result = _capture(iobench, tmp_path, 'posix', 'fpp', data,
+                                 [f'DARSHAN_EXCLUDE_DIRS={exclude}'])
+        assert not C.failures(C.check_run(facts, result)), C.format_verdicts(C.check_run(facts, result))
+    finally:
+        subprocess.run(['rm', '-rf', str(data)])
 
 
 @needs_darshan

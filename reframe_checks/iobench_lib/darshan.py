@@ -47,6 +47,26 @@ def site_darshan(env_sources, modules, executable):
     return None
 
 
+#: darshan-runtime's built-in path exclusions (darshan-config.c, 3.x): files under them get no record.
+DEFAULT_EXCLUDE_DIRS = ('/etc/', '/dev/', '/usr/', '/bin/', '/boot/', '/lib/', '/opt/', '/sbin/',
+                        '/sys/', '/proc/', '/var/')
+
+
+def exclude_dirs_for(run_dir, env_sources=()):
+    """DARSHAN_EXCLUDE_DIRS that lets Darshan see ``run_dir``, or None when the default does.
+
+    Darshan ignores every file under its default exclusions, so data in /dev/shm or /var/tmp
+    would leave a log with no POSIX record and nothing to check. Setting the variable replaces
+    the whole list, so the others stay. A value the site already set is left alone.
+    """
+    if any('DARSHAN_EXCLUDE_DIRS' in dict(src) for _, src in env_sources):
+        return None
+    path = os.path.abspath(run_dir).rstrip('/') + '/'
+    if not any(path.startswith(d) for d in DEFAULT_EXCLUDE_DIRS):
+        return None
+    return ','.join(d for d in DEFAULT_EXCLUDE_DIRS if not path.startswith(d))
+
+
 class DarshanCapture(rfm.RegressionTestPlugin):
     #: Also record DXT traces (DARSHAN_MOD_ENABLE=DXT_POSIX,DXT_MPIIO); bigger logs.
     darshan_dxt = variable(bool, value=False)
@@ -113,6 +133,9 @@ class DarshanCapture(rfm.RegressionTestPlugin):
         with open(conf, 'w') as fp:
             fp.write(f'MAX_RECORDS {self.darshan_max_records} POSIX,MPI-IO,H5F,H5D,STDIO\n')
         env.append(f'DARSHAN_CONFIG_PATH={conf}')
+        exclude = exclude_dirs_for(run_dir, env_sources) if run_dir else None
+        if exclude:
+            env.append(f'DARSHAN_EXCLUDE_DIRS={exclude}')
         if self.darshan_dxt:
             env.append('DARSHAN_MOD_ENABLE=DXT_POSIX,DXT_MPIIO')
         if site:
