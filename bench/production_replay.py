@@ -73,8 +73,11 @@ def judge_partition(history, system, partition, options, accepted=None):
                if f['system'] == system and f['partition'] == partition]
         findings = [f for f in findings if start is None or f['night'] < start] + new
         nights = sorted({f['night'] for f in findings})
+        # red nights of a change count from its first, also those judged before the last restart
+        # (a site accepts every change red for 7 nights, not one and then 7 more nights of others)
         counts, accepted = {}, None
-        for f in sorted((f for f in new if f['status'] == 'regression'), key=lambda f: f['night']):
+        for f in sorted((f for f in findings if f['status'] == 'regression'),
+                        key=lambda f: f['night']):
             cid = _change_id(f)
             if cid in done:
                 continue
