@@ -29,11 +29,10 @@ import time
 
 import numpy as np
 
+from contract import perflog
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXED = ('job_completion_time|reframe version|name|system|partition|environ|iob_params|jobid|'
-         'result|iob_reps|iob_provenance')
-PERF = '|'.join(f'{v}_var={v}_value|{v}_unit|{v}_ref|{v}_lower_thres|{v}_upper_thres'
-                for v in ('write_bw', 'read_bw'))
+HEADER = perflog.header(('write_bw', 'read_bw'))
 IOS = ['posix:fpp', 'mpiio:independent', 'mpiio:collective', 'hdf5:collective']
 RANKS, SIZES = [2, 4, 8, 16, 32], [32, 64]
 STRIPES = ['default', 'c1-S1M', 'c4-S1M', 'c4-S4M', 'c8-S4M']
@@ -46,7 +45,7 @@ GIB = 2 ** 30
 def write_nights(path, first, count, rng, header):
     """Append ``count`` nights starting at night ``first``; returns the number of lines."""
     os.makedirs(os.path.join(path, 'speed', 'p1'), exist_ok=True)
-    out, base_out = ([f'{FIXED}|{PERF}'] if header else []), ([f'{FIXED}|{PERF}'] if header else [])
+    out, base_out = ([HEADER] if header else []), ([HEADER] if header else [])
     for night in range(first, first + count):
         day = START + datetime.timedelta(days=night)
         secs = NBYTES / (rng.lognormal(np.log(900), 0.15, (2, 5)) * 2 ** 20)
@@ -67,7 +66,7 @@ def write_nights(path, first, count, rng, header):
 
 def _line(when, name, params, secs):
     reps = ';'.join(f'{p}=' + ','.join(f'{NBYTES}:{float(s)!r}' for s in secs[j])
-                    for j, p in enumerate(('write', 'read')))
+                    for j, p in enumerate(perflog.PHASES))
     med = [float(np.median(NBYTES / secs[j] / 2 ** 20)) for j in range(2)]
     return (f'{when:%Y-%m-%dT%H:%M:%S}+0000|reframe 4.10.4|{name}|speed|p1|mpi-gnu|{params}|1|pass|'
             f'{reps}|{{"synthetic":true}}|write_bw={med[0]}|MiB/s|0|None|None|'

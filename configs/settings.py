@@ -3,8 +3,9 @@
 One file per system lives in ``configs/systems/<name>.py`` and defines ``site_configuration`` with
 ``systems`` (one system) and ``environments``. This file merges them, puts the catch-all ``local``
 system last (its hostname pattern matches any host), and owns logging: the perflog line format is a
-contract with ``postprocess/`` (docs/CONTRACT.md section 3). The system files and this one import the
-installed packages (``iobench_lib``, ``postprocess``: ci/setup.sh runs ``pip install -e .``).
+contract with ``postprocess/`` (docs/CONTRACT.md section 3, contract/perflog.py). The system files and
+this one import the installed packages (``iobench_lib``, ``contract``: ci/setup.sh runs
+``pip install -e .``), nothing of ``postprocess/``.
 
 Use: ``reframe -C configs/settings.py -c reframe_checks -r --tag quick``
 """
@@ -12,7 +13,8 @@ import importlib.util
 import os
 import pathlib
 
-from postprocess.export import victoriametrics
+from contract import victoriametrics
+from contract.perflog import PERFLOG_DATEFMT, PERFLOG_FORMAT, PERFLOG_FORMAT_PERFVARS
 
 _HERE = pathlib.Path(__file__).resolve().parent
 _SYSTEMS_DIR = _HERE / 'systems'
@@ -54,26 +56,15 @@ def _exports(systems):
 _export_urls = _exports(_systems)
 EXPORT_URLS = dict(_export_urls)    # read by `postprocess export-findings --config`
 
-# Perflog line: see docs/CONTRACT.md section 3. Changing it rotates existing perflogs to .h<N>.
-PERFLOG_FORMAT = (
-    '%(check_job_completion_time)s|reframe %(version)s|%(check_name)s|'
-    '%(check_system)s|%(check_partition)s|%(check_environ)s|'
-    '%(check_iob_params)s|%(check_jobid)s|%(check_result)s|'
-    '%(check_iob_reps)s|%(check_iob_provenance)s|%(check_perfvalues)s'
-)
-PERFLOG_FORMAT_PERFVARS = (
-    '%(check_perf_var)s=%(check_perf_value)s|%(check_perf_unit)s|'
-    '%(check_perf_ref)s|%(check_perf_lower_thres)s|%(check_perf_upper_thres)s|'
-)
-
 _HANDLERS = [
     {'type': 'stream', 'name': 'stdout', 'level': 'info', 'format': '%(message)s'},
     {'type': 'file', 'name': 'reframe.log', 'level': 'debug',
      'format': '[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s', 'append': False},
 ]
+# the perflog file; its line is the contract postprocess reads (contract/perflog.py)
 _PERFLOG_FILE = {'type': 'filelog', 'prefix': '%(check_system)s/%(check_partition)s',
                  'level': 'info', 'format': PERFLOG_FORMAT, 'format_perfvars': PERFLOG_FORMAT_PERFVARS,
-                 'datefmt': '%Y-%m-%dT%H:%M:%S%z', 'append': True}
+                 'datefmt': PERFLOG_DATEFMT, 'append': True}
 
 
 def _logging():

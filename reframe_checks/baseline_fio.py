@@ -48,7 +48,8 @@ from reframe.core.backends import getlauncher
 from reframe.core.builtins import (parameter, performance_function, run_after, run_before,
                                    sanity_function, variable)
 
-from iobench_lib import matrix, scratch
+from contract.perflog import PHASES
+from iobench_lib import matrix, results, scratch
 
 MiB = 2 ** 20
 # fio's JSON: "runtime" (ms) of the "write" or "read" section; awk, as compute nodes may lack python
@@ -177,14 +178,14 @@ class BaselineFio(rfm.RunOnlyRegressionTest):
     @run_after('run')
     def fill_log_fields(self):
         try:
-            reps = {p: self._reps(p) for p in ('write', 'read')}
+            reps = {p: self._reps(p) for p in PHASES}
         except (OSError, ValueError, KeyError, IndexError, ZeroDivisionError):
             return      # sanity reports the missing/bad output
         self.iob_reps = ';'.join(f'{p}=' + ','.join(f'{b}:{s!r}' for b, s in r)
                                  for p, r in reps.items())
         with open(os.path.join(self.stagedir, str(self.stdout))) as fp:
             version = (fp.read().split() or ['unknown'])[0]
-        self.iob_provenance = json.dumps({
+        self.iob_provenance = results.compact_json({
             'tool': version, 'sync_method': 'fio end_fsync=1 (in runtime)',
             'cache_defeat': 'fio invalidate=1 (posix_fadvise_dontneed)', 'dir': self.data_dir,
             'size_mib_per_process': self._size_used(), 'numjobs': self.ranks,
@@ -193,21 +194,21 @@ class BaselineFio(rfm.RunOnlyRegressionTest):
                        f'--size={self._size_used()}M --numjobs={self.ranks} --group_reporting',
             'system': self.current_system.name,
             'partition': self.current_partition.fullname, 'environ': self.current_environ.name,
-        }, separators=(',', ':'), sort_keys=True).replace('|', '\\u007c')
+        })
 
     @sanity_function
     def all_bytes_moved(self):
         files = [os.path.join(self.stagedir, f'fio_{p}.rep{k}.json')
-                 for p in ('write', 'read') for k in range(self.repeat)]
+                 for p in PHASES for k in range(self.repeat)]
         missing = [f for f in files if not os.path.exists(f)]
         if missing:
             return sn.assert_false(missing, msg=f'fio output missing: {missing[0]}')
         size = self._size_used()
         expected = (size or 0) * MiB * self.ranks
-        moved = [b for p in ('write', 'read') for b, _ in self._reps(p)]
+        moved = [b for p in PHASES for b, _ in self._reps(p)]
         # the median repetition of each phase lasts min_seconds (calibrated to 1.3 x that)
         short = [sorted(ms for _, ms in self._reps(p, raw=True))[self.repeat // 2]
-                 for p in ('write', 'read')]
+                 for p in PHASES]
         short = [ms for ms in short if ms < 1000 * self.min_seconds]
         capped = size is not None and size >= self.max_size_mib
         return sn.all([sn.assert_found(r'fio-\d', self.stdout),

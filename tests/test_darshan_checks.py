@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from postprocess.darshan import checks as C
-from postprocess.darshan import facts as F
+from contract import darshan_checks as C
+from contract import darshan_facts as F
 
 darshan = pytest.importorskip('darshan')
 
@@ -195,7 +195,7 @@ def test_a_log_cut_anywhere_is_one_clear_error_not_a_crash(tmp_path):
         for n in list(range(8, len(data), 11)) + [len(data) - 1]:  # 8: the version string whole
             (tmp_path / f'{src.stem}-{n}.darshan').write_bytes(data[:n])
     code = ('import sys, glob\n'
-            'from postprocess.darshan import facts as F\n'
+            'from contract import darshan_facts as F\n'
             'for p in glob.glob(sys.argv[1] + "/*.darshan"):\n'
             '    F.open_log(p)\n'
             'for p in sorted(glob.glob(sys.argv[2] + "/*.darshan")):\n'

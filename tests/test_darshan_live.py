@@ -12,8 +12,8 @@ import pytest
 
 from iobench_lib import installed
 
-from postprocess.darshan import checks as C
-from postprocess.darshan import facts as F
+from contract import darshan_checks as C
+from contract import darshan_facts as F
 from tests.support.launch import mpirun_cmd
 
 pytest.importorskip('darshan')

@@ -139,7 +139,7 @@ def test_calibrate_writes_the_reference_format(tmp_path):
     assert written == 13 and kept == 0 and msgs == []
     data = yaml.safe_load(out.read_text())
     # the layout postprocess/references/reference_file.py validates and ReFrame reads
-    from postprocess.references import reference_file
+    from contract import reference_file
     reference_file.validate(str(out), data)
     assert data['BenchIO']['$index'] == ['$partition', 'iob_params']
     key = 'backend=posix,mode=fpp,pattern=benchio,ranks=2,size=64,stripe=default'

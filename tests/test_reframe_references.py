@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from iobench_lib import results
-from postprocess.references import reference_file
+from contract import reference_file
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 

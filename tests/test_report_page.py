@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from postprocess.history.perflog import PHASES
+from contract.perflog import PHASES
 from postprocess.report import html, verdict
 from tests.support.report_inputs import cases_for, pp, SYNTH, synthetic_findings
 

@@ -39,7 +39,7 @@ def _index(args):
 
 
 def _open_or_usage(log):
-    from postprocess.darshan import facts as darshan_facts
+    from contract import darshan_facts
     if not os.path.isfile(log):
         raise _usage_error(f"no such Darshan log: '{log}'")
     try:
@@ -49,7 +49,8 @@ def _open_or_usage(log):
 
 
 def _diff(args):
-    from postprocess.darshan import facts as darshan_facts, triage as darshan_triage
+    from contract import darshan_facts
+    from postprocess.darshan import triage as darshan_triage
     from postprocess.darshan.results import result_beside
     facts = []
     for log in (args.log_a, args.log_b):
@@ -66,7 +67,7 @@ def _diff(args):
 
 
 def _check(args):
-    from postprocess.darshan import checks as darshan_checks, facts as darshan_facts
+    from contract import darshan_checks, darshan_facts
     report = _open_or_usage(args.log)
     try:
         with open(args.result, encoding='utf-8') as fp:

@@ -1,10 +1,10 @@
 """Static HTML index of every Darshan log under a results tree (``python -m postprocess darshan-index``).
 
 One row per log: where and what ran (system, partition, environ, check, parameters, date),
-iobench and Darshan bandwidth, ReFrame's result, the Darshan assertions' verdict (checks.py) and
-the counts of Drishti's critical issues and warnings (insights.py); each row links the log's own
-page (``logs/<id>.html``: every insight with its recommendations), PyDarshan's summary where one
-exists and the diff with the previous good run of the same check. ``index.json`` holds the same
+iobench and Darshan bandwidth, ReFrame's result, the Darshan assertions' verdict
+(contract/darshan_checks.py) and the counts of Drishti's critical issues and warnings
+(insights.py); each row links the log's own page (``logs/<id>.html``: every insight with its
+recommendations), PyDarshan's summary where one exists and the diff with the previous good run of the same check. ``index.json`` holds the same
 rows for other pages to link (the report does). Context comes from what lies beside the log
 (iobench's result.json) and from ReFrame run reports (``runs[].testcases[]``, matched by the
 test's output or stage directory); a log without either still gets a row with its counters.
@@ -114,7 +114,7 @@ def _median_bw(result, phase):
 
 def _facts_job(log, files):
     """Worker: {'facts', 'error'} for one log (runs in a child process)."""
-    from postprocess.darshan import facts as darshan_facts
+    from contract import darshan_facts
     try:
         report = darshan_facts.open_log(log)
         return {'facts': darshan_facts.log_facts(report, files), 'error': None}
@@ -132,7 +132,7 @@ def _cache_key(sha, files):
 def _verdict(f, err, result):
     """(verdict, message, assertions): pass/fail of the Darshan assertions, n/a when nothing can be
     asserted."""
-    from postprocess.darshan import checks as darshan_checks
+    from contract import darshan_checks
     if err:
         return 'error', err, []
     if f['kind'] != 'ok' and not f['kind'].startswith('Darshan ran out') and not (
@@ -148,7 +148,7 @@ def _verdict(f, err, result):
 
 def build_rows(root, out_dir, jobs=None, progress=None):
     """Everything the pages need, one dict per log; caches facts and insights in out_dir."""
-    from postprocess.darshan import checks as darshan_checks, facts as darshan_facts
+    from contract import darshan_checks, darshan_facts
     jobs = jobs or os.cpu_count() or 1
     say = progress or (lambda msg: None)
     t0 = time.time()

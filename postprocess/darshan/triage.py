@@ -158,7 +158,7 @@ def render_html(changes, name_a, name_b):
 
 def diff_logs(log_a, log_b):
     """Open both logs (restricted to iobench's data files where a result.json lies beside them)."""
-    from postprocess.darshan import facts as darshan_facts
+    from contract import darshan_facts
     from postprocess.darshan.results import result_beside
     facts = []
     for log in (log_a, log_b):

@@ -12,9 +12,9 @@ import datetime
 
 import numpy as np
 
+from contract.perflog import PHASES
 from postprocess.common.stats import hodges_lehmann, hodges_lehmann_rows, median_rows
 from postprocess.detect.rules import Level, trailing_medians
-from postprocess.history.perflog import PHASES
 from postprocess.history.table import slices
 
 BASELINE = 'backend=fio'

@@ -11,12 +11,12 @@ import math
 
 import numpy as np
 
+from contract.perflog import PHASES
 from postprocess.detect import groups as groups_mod
 from postprocess.detect import levels as levels_mod
 from postprocess.detect.options import with_overrides
 from postprocess.detect.outliers import OUTLIER_K, outlier_indices
 from postprocess.detect.rules import INSUFFICIENT, judge
-from postprocess.history.perflog import PHASES
 
 SYSTEM_CHECK = '*'
 LOW_STATUSES = ('regression', 'degraded', 'noisy')

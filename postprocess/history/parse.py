@@ -8,6 +8,12 @@ it. ``parse(table)`` gives two tables: ``<table>_runs`` (one row per usable run,
 text) and ``<table>_reps`` (one row per repetition and phase, the bad ones left out), and the
 diagnostics ``source: reason`` in the order the lines came.
 """
+import datetime
+import json
+
+import numpy as np
+
+from contract.perflog import parse_params
 from postprocess.history import engine
 
 # (name, SQL type) of a text run
@@ -143,9 +149,6 @@ def diagnostics(text, runs):
 def records(runs, reps, where=''):
     """Run records (dicts: time, key fields, param_dict, jobid, result, reps, perf,
     provenance, reframe, session, session_start, source) of the parsed tables, oldest first."""
-    import datetime
-    import json
-    from postprocess.history.perflog import parse_params
     con = engine.connect()
     got = con.execute(
         f'SELECT run_id, source, t, tzoff, system, partition, environ, "check", params, jobid, '
@@ -155,7 +158,7 @@ def records(runs, reps, where=''):
     reps_of = {}
     if ids:
         name = engine.temp_name('wanted')
-        con.register(name, {'run_id': __import__('numpy').asarray(ids, dtype='int64')})
+        con.register(name, {'run_id': np.asarray(ids, dtype='int64')})
         for run_id, phase, b, s in con.execute(
                 f'SELECT run_id, phase, bytes, seconds FROM {reps} SEMI JOIN {name} USING (run_id) '
                 f'ORDER BY run_id, phase, rep').fetchall():

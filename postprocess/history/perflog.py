@@ -14,16 +14,14 @@ DuckDB reads each file into a table of numbered lines; the fields, the header ea
 under, the times and perf values are SQL on it (``TEXT_RUNS_SQL``), and so are the reasons a line
 is skipped, ``file:line: reason`` (``history/parse.py`` goes on with parameters and repetitions).
 """
+import datetime
 import os
 import re
 
-from postprocess.history import engine
+from contract.perflog import FIELDS
+from postprocess.history import engine, parse
+from postprocess.history.parse import TEXT_COLUMNS
 
-PHASES = ('write', 'read')
-# Field names ReFrame writes in the header for the contract format (configs/settings.py); used when
-# a file's lines come before any header (e.g. a header lost by hand editing).
-CONTRACT_FIELDS = ['job_completion_time', 'reframe version', 'name', 'system', 'partition',
-                   'environ', 'iob_params', 'jobid', 'result', 'iob_reps', 'iob_provenance']
 _ROTATED = re.compile(r'\.log(\.h\d+)?$')
 
 
@@ -32,17 +30,6 @@ class Diagnostics(list):
 
     def add(self, where, text):
         self.append(f'{where}: {text}')
-
-
-def parse_params(text):
-    """``backend=mpiio,mode=collective,...`` -> dict (values kept as strings)."""
-    params = {}
-    for item in filter(None, text.split(',')):
-        key, sep, value = item.partition('=')
-        if not sep or not key:
-            raise ValueError(f'iob_params item without key=value: {item!r}')
-        params[key.strip()] = value.strip()
-    return params
 
 
 def find_perflogs(root):
@@ -170,8 +157,8 @@ def text_runs(roots, diag, nights=None):
     cands = engine.temp_name('perflog_header_lines')
     con.execute(f'CREATE TEMP TABLE {headers} (file INTEGER, lineno BIGINT, fixed VARCHAR[], '
                 f'perfvars VARCHAR[])')
-    contract = '[' + ', '.join(engine.quote(f) for f in CONTRACT_FIELDS) + ']'
-    from postprocess.history.parse import TEXT_COLUMNS
+    # lines before any header are read by the contract's fields (e.g. a header lost by hand editing)
+    contract = '[' + ', '.join(engine.quote(f) for f in FIELDS) + ']'
     cols = ', '.join(f'NULL::{t} AS {engine.ident(n)}' for n, t in TEXT_COLUMNS)
     con.execute(f'CREATE TEMP TABLE {name} AS SELECT {cols} LIMIT 0')
     keep = ''
@@ -209,7 +196,7 @@ def text_runs(roots, diag, nights=None):
                          if marks else 'NULL::BIGINT')
             runs = TEXT_RUNS_SQL.format(lines=LINES_SQL.format(
                 chunk=f'(SELECT {code} AS file, * FROM {clean}))', headers=headers,
-                contract=contract, ncontract=len(CONTRACT_FIELDS), header_of=header_of,
+                contract=contract, ncontract=len(FIELDS), header_of=header_of,
                 header_lines='(' + ', '.join(map(str, marks or [-1])) + ')'))
             con.execute(f'INSERT INTO {name} SELECT {offset} + lineno - 1 AS run_id, '
                         f'{engine.quote(path + ":")} || lineno AS source, * EXCLUDE (file, lineno), '
@@ -221,7 +208,6 @@ def text_runs(roots, diag, nights=None):
 
 def read_perflogs(roots, diag=None, nights=None):
     """(run records, diagnostics) of every perflog line under ``roots``, oldest first."""
-    from postprocess.history import parse
     diag = Diagnostics() if diag is None else diag
     text = text_runs(roots, diag, nights)
     runs, reps = parse.parse(text)
@@ -233,7 +219,6 @@ def runs_of_nights(roots, nights, system=None):
     """Run records (with provenance) of the perflog lines completed on ``nights`` (+1 day, for a
     session that crossed midnight): a line's first ten characters are its completion date, so
     only those lines are parsed and the cost does not grow with the history."""
-    import datetime
     days = set()
     for n in nights:
         try:

@@ -18,6 +18,7 @@ import uuid
 
 import numpy as np
 
+from contract.perflog import parse_params
 from postprocess.history import engine, sessions
 from postprocess.history.table import (BASELINE_BACKEND, KEY_FIELDS, History,  # noqa: F401
                                        MiB, filter_runs, merge_runs)
@@ -186,7 +187,6 @@ class RunView:
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        from postprocess.history.perflog import parse_params
         i = int(i)
         c = self.cols
         perf_text, prov_text, rep_list = self._block(i)

@@ -17,8 +17,8 @@ import datetime
 
 import numpy as np
 
+from contract.perflog import PHASES
 from postprocess.history import engine, sessions
-from postprocess.history.perflog import PHASES
 
 MiB = float(2 ** 20)
 KEY_FIELDS = ('system', 'partition', 'environ', 'check', 'params')

@@ -1,6 +1,6 @@
 """Calibrate references from history: write configs/references/<system>.yaml.
 
-Format (defined by reference_file.py, read by ReFrame 4.10 via ``$ref``):
+Format (defined by contract/reference_file.py, read by ReFrame 4.10 via ``$ref``):
 
     require_reference: false
     BenchIO:                                   # check class name
@@ -28,9 +28,9 @@ import re
 import numpy as np
 import yaml
 
+from contract.reference_file import INDEX
 from postprocess.common import atomic
 
-INDEX = ['$partition', 'iob_params']
 # References assert on the median bandwidth (robust to the outliers a shared file system has);
 # other perf variables only on request.
 DEFAULT_VARS = ('write_bw', 'read_bw')

@@ -2,10 +2,10 @@
 import os
 import sys
 
+from contract import reference_file
 from postprocess.common.errors import UsageError
 from postprocess.common.names import check_name
 from postprocess.history import inputs
-from postprocess.references import reference_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -23,7 +23,7 @@ def register(subparsers):
 
 def check_existing(path):
     """A reference file about to be merged into must be one the checks accept: the same validator
-    as the checks (reference_file.py, pure Python), one line naming the
+    as the checks (contract/reference_file.py, pure Python), one line naming the
     file and the key, nothing written."""
     if not os.path.exists(path):
         return

@@ -3,8 +3,8 @@ import os
 
 import numpy as np
 
+from contract.perflog import PHASES
 from postprocess.history import inputs
-from postprocess.history.perflog import PHASES
 from postprocess.report import html, interactive, parallel, plots, verdict
 
 

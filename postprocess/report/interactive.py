@@ -8,8 +8,8 @@ import datetime
 
 import numpy as np
 
+from contract.perflog import PHASES
 from postprocess.common.units import value_unit
-from postprocess.history.perflog import PHASES
 
 # Bokeh is imported where used (~0.4 s): the report imports it after forking its PNG workers,
 # so the import overlaps their drawing instead of delaying it.

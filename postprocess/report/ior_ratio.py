@@ -22,7 +22,7 @@ Row keys (the report renders them; bandwidths in MiB/s, 2^20 bytes/s):
 """
 import numpy as np
 
-from postprocess.history.perflog import PHASES, parse_params
+from contract.perflog import PHASES, parse_params
 
 LOW, HIGH = 0.9, 1.1
 TOOLS = ('iobench', 'ior')

@@ -153,7 +153,7 @@ def explain(old_runs, new_runs, phase=None):
     old, new = _log_pair(old_runs, new_runs)
     if not old or not new:
         return {}
-    from postprocess.darshan.facts import DarshanLogError
+    from contract.darshan_facts import DarshanLogError
     from postprocess.darshan.triage import diff_logs
     out = {'darshan_logs': [old, new]}
     try:

@@ -16,7 +16,7 @@ The base class then
 - reports write/read bandwidth (median MiB/s), access-only bandwidth, open and close times (s);
 - fills iob_params / iob_reps / iob_provenance for the perflog (docs/CONTRACT.md section 3);
 - takes references from configs/references/<system>.yaml via ReFrame's {'$ref': ..}
-  (postprocess/references/reference_file.py).
+  (contract/reference_file.py).
 
 Mixin hook points (darshan.py, lustre.py, machine.py): <ext>_skip_reason at setup, <ext>_prepare and
 <ext>_iobench_args before run, <ext>_sanity at sanity, <ext>_perf_values at performance,
@@ -34,7 +34,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import PerformanceError, ReframeError, SanityError
 
-from postprocess.references import reference_file
+from contract import reference_file
 
 from . import processes, results, scaling, scratch
 from .build import IOBenchBuild

@@ -9,7 +9,7 @@ If the site already preloads Darshan (LD_PRELOAD contains libdarshan, a 'darshan
 iobench linked with it, as Cray's darshan module does) nothing is preloaded again; only
 DARSHAN_LOGFILE is set so the site's Darshan writes its log where the check finds it.
 
-Then sanity asserts, from the log (postprocess/darshan/checks.py), that Darshan saw what iobench
+Then sanity asserts, from the log (contract/darshan_checks.py), that Darshan saw what iobench
 claims: bytes on the data files, collective vs independent MPI-IO, HDF5 datasets, syncs, Lustre
 stripes; performance adds Darshan's slowest-rank I/O time and aggregate bandwidth. Without
 Darshan the checks run as before and provenance says "no darshan log".
@@ -24,6 +24,8 @@ import subprocess
 import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import variable
+
+from contract import darshan_checks, darshan_facts
 
 LOG_NAME = 'iobench.darshan'
 
@@ -47,11 +49,6 @@ def site_darshan(env_sources, modules, executable):
     return None
 
 
-#: darshan-runtime's built-in path exclusions (darshan-config.c, 3.x): files under them get no record.
-DEFAULT_EXCLUDE_DIRS = ('/etc/', '/dev/', '/usr/', '/bin/', '/boot/', '/lib/', '/opt/', '/sbin/',
-                        '/sys/', '/proc/', '/var/')
-
-
 def exclude_dirs_for(run_dir, env_sources=()):
     """DARSHAN_EXCLUDE_DIRS that lets Darshan see ``run_dir``, or None when the default does.
 
@@ -62,9 +59,9 @@ def exclude_dirs_for(run_dir, env_sources=()):
     if any('DARSHAN_EXCLUDE_DIRS' in dict(src) for _, src in env_sources):
         return None
     path = os.path.abspath(run_dir).rstrip('/') + '/'
-    if not any(path.startswith(d) for d in DEFAULT_EXCLUDE_DIRS):
+    if not any(path.startswith(d) for d in darshan_facts.DEFAULT_EXCLUDE_DIRS):
         return None
-    return ','.join(d for d in DEFAULT_EXCLUDE_DIRS if not path.startswith(d))
+    return ','.join(d for d in darshan_facts.DEFAULT_EXCLUDE_DIRS if not path.startswith(d))
 
 
 class DarshanCapture(rfm.RegressionTestPlugin):
@@ -72,7 +69,7 @@ class DarshanCapture(rfm.RegressionTestPlugin):
     darshan_dxt = variable(bool, value=False)
     #: Assert on the log (False: capture and report only).
     darshan_assert = variable(bool, value=True)
-    #: Relative byte tolerance over the payload; None = per-backend default (postprocess/darshan/checks.py).
+    #: Relative byte tolerance over the payload; None = per-backend default (contract/darshan_checks.py).
     darshan_bytes_tolerance = variable(float, type(None), value=None)
     #: Requested Lustre stripe (count, size in bytes) to find in the LUSTRE records; the Lustre
     #: mixin sets it when it stripes the run directory.
@@ -161,7 +158,6 @@ class DarshanCapture(rfm.RegressionTestPlugin):
     def _darshan_analysis(self):
         """(facts, verdicts, error) of this run's log, computed once."""
         if self._darshan_cache is None:
-            from postprocess.darshan import checks as darshan_checks, facts as darshan_facts
             facts = verdicts = error = None
             if self.darshan_capture and os.path.exists(self.darshan_log):
                 try:
@@ -193,15 +189,13 @@ class DarshanCapture(rfm.RegressionTestPlugin):
             return []
         if error:
             return [error]
-        from postprocess.darshan.checks import failures
-        return [f'darshan {v["check"]}: {v["detail"]}' for v in failures(verdicts or [])]
+        return [f'darshan {v["check"]}: {v["detail"]}' for v in darshan_checks.failures(verdicts or [])]
 
     def darshan_perf_values(self):
         facts, _, _ = self._darshan_analysis()
         if not facts:
             return {}
-        from postprocess.darshan.checks import perf_figures
-        fig = perf_figures(facts)
+        fig = darshan_checks.perf_figures(facts)
         out = {}
         if fig['darshan_bw'] is not None:
             out['darshan_bw'] = (fig['darshan_bw'], 'MiB/s')

@@ -30,6 +30,8 @@ import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import fixture, parameter, run_after, run_before, sanity_function, variable
 
+from contract.perflog import PHASES
+
 from . import results, scratch
 from .build import IOBenchBuild
 from .scaling import place_on_whole_nodes, rank_menu, rank_skip_reason
@@ -189,7 +191,7 @@ class IORPairs(rfm.RunOnlyRegressionTest):
         self.job.launcher = getlauncher('local')()   # the script launches every run itself
         self.executable = 'bash'
         self.executable_opts = ['ior_pairs.sh']
-        self.keep_files = [f'{t}_{p}.{k}.json' for t in TOOLS for p in results.PHASES
+        self.keep_files = [f'{t}_{p}.{k}.json' for t in TOOLS for p in PHASES
                            for k in range(self.pairs)]
 
     @sanity_function
@@ -225,7 +227,7 @@ class IORCompareBase(rfm.RunOnlyRegressionTest):
 
     def _samples(self, tool):
         p = self._pair_runs()
-        return {ph: [read_pair(p.stagedir, tool, ph, k) for k in range(p.pairs)] for ph in results.PHASES}
+        return {ph: [read_pair(p.stagedir, tool, ph, k) for k in range(p.pairs)] for ph in PHASES}
 
     @sanity_function
     def pairs_sane(self):
@@ -242,7 +244,7 @@ class IORCompareBase(rfm.RunOnlyRegressionTest):
                     found.append(f'pair {k} {phase}: iobench status {doc.get("status")}, '
                                  f'error {doc.get("error")}, not verified')
         self.iob_reps = ';'.join(f'{ph}=' + ','.join(f'{b}:{s!r}' for b, s, _ in mine[ph])
-                                 for ph in results.PHASES)
+                                 for ph in PHASES)
         first = mine['write'][0][2]
         self.iob_provenance = results.compact_json({
             'tool': self.tool, 'ior': p.ior_path, 'pairs': p.pairs, 'order': 'iobench first in even pairs',
@@ -259,9 +261,9 @@ class IORCompareBase(rfm.RunOnlyRegressionTest):
     def set_perf(self):
         mine, iob, ior = self._samples(self.tool), self._samples('iobench'), self._samples('ior')
         perf = {}
-        for ph in results.PHASES:
+        for ph in PHASES:
             perf[f'{ph}_bw'] = (statistics.median(b / s / MiB for b, s, _ in mine[ph]), 'MiB/s')
-        for ph in results.PHASES:   # the pairs' median ratio, the same on both tools' lines
+        for ph in PHASES:   # the pairs' median ratio, the same on both tools' lines
             ratios = [(b / s) / (ob / os_) for (b, s, _), (ob, os_, _) in zip(iob[ph], ior[ph])]
             perf[f'{ph}_ratio_iobench_ior'] = (statistics.median(ratios), '')
         self.perf_variables = {n: sn.make_performance_function(sn.defer(v), u)

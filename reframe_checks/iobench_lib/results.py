@@ -8,8 +8,9 @@ import os
 import statistics
 import urllib.parse
 
+from contract.perflog import PHASES
+
 SCHEMA = 'iobench-result/1'
-PHASES = ('write', 'read')
 
 
 def _quote(value):

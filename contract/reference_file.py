@@ -19,6 +19,7 @@ import re
 
 import yaml
 
+# how calibration indexes a check's entries (base.py resolves each name for ReFrame)
 INDEX = ['$partition', 'iob_params']
 TOP_LEVEL_OPTIONS = {'require_reference': bool}
 

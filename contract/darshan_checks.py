@@ -19,6 +19,8 @@ payload is a lower bound, always; what a library may add on top differs per back
 - adios2: 5 % + 1 MiB per data path — BP5/BP4 metadata files (md.*, mmd.*) and index padding.
 - sionlib: 1 MiB per file — SIONlib's metadata blocks 1 and 2 (chunk padding is a hole, not written).
 """
+from contract.darshan_facts import DEFAULT_EXCLUDE_DIRS
+from contract.perflog import PHASES
 
 PER_DATASET = {'hdf5': 4 << 10}  # metadata allowance per dataset a repetition reports
 TOLERANCE = {  # backend -> (relative, absolute bytes per data path)
@@ -72,13 +74,12 @@ def _check_records(facts, result):
     if missing:
         return _verdict('data_records', False,
                         f'no POSIX record for {len(missing)} data file(s), e.g. {missing[0]} (Darshan skips '
-                        '/etc/ /dev/ /usr/ /bin/ /boot/ /lib/ /opt/ /sbin/ /sys/ /proc/ /var/ unless '
-                        'DARSHAN_EXCLUDE_DIRS says otherwise)')
+                        f'{" ".join(DEFAULT_EXCLUDE_DIRS)} unless DARSHAN_EXCLUDE_DIRS says otherwise)')
     return _verdict('data_records', True, f'{len(expected)} data file(s) matched by exact path')
 
 
 def _phases(result):
-    return [p for p in ('write', 'read') if payload(result, p) > 0]
+    return [p for p in PHASES if payload(result, p) > 0]
 
 
 def coll_metadata(result):

@@ -20,6 +20,9 @@ import tempfile
 SIZE_BINS = ('0_100', '100_1K', '1K_10K', '10K_100K', '100K_1M', '1M_4M', '4M_10M',
              '10M_100M', '100M_1G', '1G_PLUS')
 _NOT_DATA = re.compile(r'(\.locktest(\.\d+)?$|_cid-[-\d]+\.sm$|^<(STDIN|STDOUT|STDERR)>$|^heatmap:)')
+#: darshan-runtime's built-in path exclusions (darshan-config.c, 3.x): files under them get no record.
+DEFAULT_EXCLUDE_DIRS = ('/etc/', '/dev/', '/usr/', '/bin/', '/boot/', '/lib/', '/opt/', '/sbin/',
+                        '/sys/', '/proc/', '/var/')
 
 
 # Where the header's region map (name map, then one (offset, length) per module, uint64 each) starts
