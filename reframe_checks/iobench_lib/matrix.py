@@ -1,10 +1,10 @@
 """The bounded nightly matrix: BenchIO's (size, ranks) shapes per suite and the stripes scaling
-sweeps, from partition extras, and the nightly budget each partition states.
+sweeps, from partition extras; they keep within the nightly budget each partition states.
 
     'benchio_shapes': {'quick': {'sizes': [64], 'ranks': [1, 2]},      # configs/systems/*.py
                        'nightly': {'sizes': [96], 'ranks': [8]}}
     'scaling_stripes': ['default', 'c-1-S1M']                          # +lustre partitions
-    'nightly_budget': {'cases': 260}                                   # test cases, all environments
+    'nightly_budget': {'cases': 260}                                   # tests/test_budget.py
 
 Why shapes and not a cross product: a rank count only exercises the 3-D benchio decomposition
 (MPI_Dims_create(n, 3), ROMIO's two-phase aggregation, lock contention) when it splits in three
@@ -130,13 +130,3 @@ def scaling_stripe_menu():
     for part in _partitions():
         names += [n for n in scaling_stripes_of(part.extras) if n not in names]
     return names
-
-
-def budget_of(extras):
-    """The partition's nightly budget {'cases': N} (None when it states none)."""
-    budget = extras.get('nightly_budget')
-    if budget is None:
-        return None
-    if not isinstance(budget, dict) or not isinstance(budget.get('cases'), int) or budget['cases'] < 1:
-        raise ValueError(f"bad extras 'nightly_budget' {budget!r} (e.g. {{'cases': 300}})")
-    return budget
