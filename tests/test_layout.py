@@ -1,5 +1,5 @@
-"""The layout the code is reached through: `pip install -e .` (ci/setup.sh) makes `postprocess` and
-`iobench_lib` importable from anywhere, bench runs as `python3 -m bench.NAME` from the checkout,
+"""The layout the code is reached through: `pip install -e .` (ci/setup.sh) makes `contract`,
+`postprocess` and `iobench_lib` importable from anywhere, bench runs as `python3 -m bench.NAME` from the checkout,
 and nothing reaches code by editing the import path; no test imports another test module."""
 import ast
 import json
@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = {'postprocess': REPO / 'postprocess', 'iobench_lib': REPO / 'reframe_checks' / 'iobench_lib'}
-TREES = ['tests', 'bench', 'reframe_checks', 'postprocess', 'configs', 'ci']
+PACKAGES = {'contract': REPO / 'contract', 'postprocess': REPO / 'postprocess',
+            'iobench_lib': REPO / 'reframe_checks' / 'iobench_lib'}
+TREES = ['tests', 'bench', 'contract', 'reframe_checks', 'postprocess', 'configs', 'ci']
 
 
 def modules(name, root):
@@ -42,7 +43,7 @@ def offenders(find):
 
 
 def test_every_module_imports_from_anywhere_and_is_this_checkouts(tmp_path):
-    """A fresh interpreter in an unrelated directory, no PYTHONPATH: every module of both packages
+    """A fresh interpreter in an unrelated directory, no PYTHONPATH: every module of the packages
     imports, from this checkout's files, and the report's templates come with the package."""
     names = [m for name, root in PACKAGES.items() for m in modules(name, root)]
     # a folder of modules without __init__.py would import here (a namespace) and be left out of
@@ -51,6 +52,7 @@ def test_every_module_imports_from_anywhere_and_is_this_checkouts(tmp_path):
             if not (d / '__init__.py').exists()]
     assert not bare, bare
     assert 'postprocess.why.annotate' in names and 'iobench_lib.installed' in names
+    assert 'contract.perflog' in names
     probe = ('import importlib, importlib.resources, json, sys\n'
              'files = {n: importlib.import_module(n).__file__ for n in sys.argv[1:]}\n'
              "files['templates'] = [str(importlib.resources.files(p) / 'templates' / 'index.html')\n"
@@ -140,4 +142,28 @@ def test_only_tests_import_from_tests():
     assert imports_of_test_tree(ast.parse('from tests.support import nights\nimport bench\n')) == [1]
     found = {f: lines for f, lines in offenders(imports_of_test_tree).items()
              if not f.startswith('tests/')}
+    assert not found, found
+
+
+def imported_modules(tree):
+    """(line, dotted name) of every import."""
+    out = []
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ''] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        out += [(node.lineno, n) for n in names]
+    return out
+
+
+def test_the_checks_reach_postprocess_only_through_the_contract():
+    """reframe_checks/ and configs/ (the producer) share with postprocess/ (the consumer) only
+    contract/ (docs/CONTRACT.md), and contract/ leans on neither side."""
+    found = {}
+    for tree, banned in (('reframe_checks', ('postprocess',)), ('configs', ('postprocess',)),
+                         ('contract', ('postprocess', 'iobench_lib', 'reframe'))):
+        for path in sorted((REPO / tree).rglob('*.py')):
+            bad = [line for line, name in imported_modules(ast.parse(path.read_text(), str(path)))
+                   if name.split('.')[0] in banned]
+            if bad:
+                found[str(path.relative_to(REPO))] = bad
     assert not found, found
