@@ -63,7 +63,7 @@ def check_args(args):
         raise UsageError(f"no such run directory: --this-run '{args.this_run}'")
 
 
-# Warnings about input lines wait here until the command has done its work (postprocess/cli.py
+# Warnings about input lines wait here until the command has done its work (common/command.py
 # prints them then): a command that fails says so in one line, not after 30 lines of warnings.
 PENDING = []
 
