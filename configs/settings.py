@@ -9,9 +9,9 @@ installed packages (``iobench_lib``, ``postprocess``: ci/setup.sh runs ``pip ins
 Use: ``reframe -C configs/settings.py -c reframe_checks -r --tag quick``
 """
 import importlib.util
-import os
 import pathlib
 
+import ioregress_env
 from postprocess.export import victoriametrics
 
 _HERE = pathlib.Path(__file__).resolve().parent
@@ -99,8 +99,8 @@ site_configuration = {
     'general': [
         {
             'check_search_path': [str(_HERE.parent / 'reframe_checks')],
-            'report_file': os.environ.get(
-                'IOREGRESS_REPORT', str(_HERE.parent / 'results' / 'reports' / 'run-report-{sessionid}.json')),
+            'report_file': ioregress_env.get('IOREGRESS_REPORT') or str(
+                _HERE.parent / 'results' / 'reports' / 'run-report-{sessionid}.json'),
         }
     ],
 }

@@ -24,6 +24,7 @@ import shlex
 
 from reframe.core.exceptions import ConfigError, SanityError
 
+import ioregress_env
 from iobench_lib import spack_lock
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -47,10 +48,10 @@ def env_dir(system_name, extras):
     return path
 
 
-def setup_commands(extras, environ=os.environ):
+def setup_commands(extras, environ=None):
     """Shell lines that make `spack` callable in the build job, or fail it with one clear line."""
     cmds = []
-    root = environ.get('IOREGRESS_SPACK_ROOT')
+    root = ioregress_env.get('IOREGRESS_SPACK_ROOT', environ)
     if root:
         cmds.append(f'export PATH={shlex.quote(os.path.join(root, "bin"))}:"$PATH"')
     cmds += list(extras.get('spack_setup', []))
