@@ -17,7 +17,7 @@ is skipped, ``file:line: reason`` (``history/parse.py`` goes on with parameters 
 import os
 import re
 
-from postprocess.history import engine
+from postprocess.history import engine, parse
 
 PHASES = ('write', 'read')
 # Field names ReFrame writes in the header for the contract format (configs/settings.py); used when
@@ -32,17 +32,6 @@ class Diagnostics(list):
 
     def add(self, where, text):
         self.append(f'{where}: {text}')
-
-
-def parse_params(text):
-    """``backend=mpiio,mode=collective,...`` -> dict (values kept as strings)."""
-    params = {}
-    for item in filter(None, text.split(',')):
-        key, sep, value = item.partition('=')
-        if not sep or not key:
-            raise ValueError(f'iob_params item without key=value: {item!r}')
-        params[key.strip()] = value.strip()
-    return params
 
 
 def find_perflogs(root):
@@ -171,8 +160,7 @@ def text_runs(roots, diag, nights=None):
     con.execute(f'CREATE TEMP TABLE {headers} (file INTEGER, lineno BIGINT, fixed VARCHAR[], '
                 f'perfvars VARCHAR[])')
     contract = '[' + ', '.join(engine.quote(f) for f in CONTRACT_FIELDS) + ']'
-    from postprocess.history.parse import TEXT_COLUMNS
-    cols = ', '.join(f'NULL::{t} AS {engine.ident(n)}' for n, t in TEXT_COLUMNS)
+    cols = ', '.join(f'NULL::{t} AS {engine.ident(n)}' for n, t in parse.TEXT_COLUMNS)
     con.execute(f'CREATE TEMP TABLE {name} AS SELECT {cols} LIMIT 0')
     keep = ''
     if nights is not None:
@@ -221,7 +209,6 @@ def text_runs(roots, diag, nights=None):
 
 def read_perflogs(roots, diag=None, nights=None):
     """(run records, diagnostics) of every perflog line under ``roots``, oldest first."""
-    from postprocess.history import parse
     diag = Diagnostics() if diag is None else diag
     text = text_runs(roots, diag, nights)
     runs, reps = parse.parse(text)

@@ -186,7 +186,7 @@ class RunView:
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        from postprocess.history.perflog import parse_params
+        from postprocess.history.parse import parse_params
         i = int(i)
         c = self.cols
         perf_text, prov_text, rep_list = self._block(i)

@@ -22,7 +22,8 @@ Row keys (the report renders them; bandwidths in MiB/s, 2^20 bytes/s):
 """
 import numpy as np
 
-from postprocess.history.perflog import PHASES, parse_params
+from postprocess.history.parse import parse_params
+from postprocess.history.perflog import PHASES
 
 LOW, HIGH = 0.9, 1.1
 TOOLS = ('iobench', 'ior')

@@ -23,7 +23,8 @@ import numpy as np  # noqa: E402
 from postprocess.common import atomic  # noqa: E402
 from postprocess.common.units import value_unit  # noqa: E402
 from postprocess.history.store import BASELINE_BACKEND  # noqa: E402
-from postprocess.history.perflog import PHASES, parse_params  # noqa: E402
+from postprocess.history.parse import parse_params  # noqa: E402
+from postprocess.history.perflog import PHASES  # noqa: E402
 
 _STRIPE = re.compile(r'^c(-?\d+)-S(\d+)([KMG]?)$', re.IGNORECASE)
 _UNITS = {'': 1, 'K': 2 ** 10, 'M': 2 ** 20, 'G': 2 ** 30}
