@@ -7,7 +7,7 @@ configuration beside the site's (configs/settings.py plus two environments deriv
   hint cb_buffer_size  (none) -> 1048576            (extras 'mpiio_hints': every check gets it)
   env LD_PRELOAD       (none) -> iofault.c          (every iobench write and sync +FACTOR of its
                                                      own time: the injected slowdown)
-Each run is `python -m postprocess gate --a A --b B --bisect`; it is right when the parts it names
+Each run is `python -m gate --a A --b B --bisect`; it is right when the parts it names
 are exactly {env LD_PRELOAD}. A/A runs are `gate --a mpi-gnu --b mpi-gnu`; their verdicts are
 counted, and "slower" must never appear. The issue's bar: named in >= 9 of 10, A/A never slower.
 
@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 
-from postprocess.gate import pairs as gate_pairs
+from gate import pairs as gate_pairs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CULPRIT = 'env LD_PRELOAD'
@@ -95,7 +95,7 @@ def fault_config(directory, factor):
 
 def gate(out, a, b, pairs, name, config=None, bisect=False, reframe_args=(), scratch=None,
          extra=()):
-    cmd = [sys.executable, '-m', 'postprocess', 'gate', '--a', a, '--b', b, '--system', 'local',
+    cmd = [sys.executable, '-m', 'gate', '--a', a, '--b', b, '--system', 'local',
            '--name', name, '--pairs', str(pairs), '--out', out, *extra]
     cmd += (['--config', config] if config else []) + (['--bisect'] if bisect else [])
     cmd += ['--', *reframe_args] if reframe_args else []
@@ -151,7 +151,7 @@ def _named(doc):
 
 def _plan(out, a, config, extra):
     """`gate --plan` of the fault stacks: prints its lines."""
-    cmd = [sys.executable, '-m', 'postprocess', 'gate', '--a', 'gate-fault-a', '--b',
+    cmd = [sys.executable, '-m', 'gate', '--a', 'gate-fault-a', '--b',
            'gate-fault-b', '--system', 'local', '--name', a.name, '--config', config, '--plan',
            '--out', out, *extra, '--', *a.reframe_args]
     env = dict(os.environ, **({'IOREGRESS_SCRATCH': a.scratch} if a.scratch else {}))

@@ -30,8 +30,8 @@ import numpy as np
 from scipy import stats as sst
 from scipy.special import gammaln
 
-from postprocess.gate import bisect, plan, sequential
-from postprocess.gate import pairs as gate_pairs
+from gate import bisect, plan, sequential
+from gate import pairs as gate_pairs
 
 TOL, LEVEL = gate_pairs.TOLERANCE, gate_pairs.LEVEL
 SPREADS = {'quiet 0.13': (0.13, 0.0), 'loaded 0.30': (0.30, 0.0),

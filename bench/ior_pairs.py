@@ -170,8 +170,8 @@ TOLERANCE = 0.05  # the ±5 % of issue 19
 CI_LEVEL = 0.90
 
 
-# the distribution-free interval of the median per-pair ratio, shared with `postprocess gate`
-from postprocess.gate.pairs import median_ci  # noqa: E402
+# the distribution-free interval of the median per-pair ratio, shared with `python -m gate`
+from gate.pairs import median_ci  # noqa: E402
 
 
 def judge_ratio(ratios):

@@ -31,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+import ioregress_env
 from postprocess.detect.options import DEFAULTS
 from bench import nights
 
@@ -261,7 +262,7 @@ def main(argv=None):
     lib = nights.build_fault_lib(out)
     doc = {'nights': args.nights, 'short': args.short, 'scenarios': scenarios, 'runs': [],
            'rejudged': [], 'started': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
-           'scratch': nights.describe_fs(os.environ.get('IOREGRESS_SCRATCH') or str(out))}
+           'scratch': nights.describe_fs(ioregress_env.get('IOREGRESS_SCRATCH') or str(out))}
     print(f"data files on {doc['scratch']}", flush=True)
 
     def save(records):

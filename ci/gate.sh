@@ -13,7 +13,7 @@
 #   --plan      say how many pairs each check needs to tell --effect and about how long, and stop
 #               (a short pilot when no earlier gate or nightly knows the checks' spread)
 #   --pairs auto  run pairs until every check is decided (confidence sequence) or the plan's cap
-#   other options go to `python -m postprocess gate` (docs/gate.md), after -- to every ReFrame run
+#   other options go to `python -m gate` (docs/gate.md), after -- to every ReFrame run
 #
 # Exit status: 0 every check and phase the same or faster; 3 slower; 4 cannot tell (too few
 # pairs, too much spread, a check not run on one side); 1 a check failed or a run could not be
@@ -43,4 +43,4 @@ done
 # the checks and ReFrame's configuration import iobench_lib: it must be this checkout's
 msg="$("$PYTHON" "$REPO/ci/installed_here.py" 2>&1)" || usage_error "$msg"
 out="${out:-$REPO/results/gates/$(date -u +%Y%m%dT%H%M%SZ)-$a-vs-$b}"
-cd "$REPO" && exec "$PYTHON" -m postprocess gate "${args[@]}" --out "$out" "${reframe_args[@]}"
+cd "$REPO" && exec "$PYTHON" -m gate "${args[@]}" --out "$out" "${reframe_args[@]}"

@@ -10,9 +10,9 @@ this one import the installed packages (``iobench_lib``, ``contract``: ci/setup.
 Use: ``reframe -C configs/settings.py -c reframe_checks -r --tag quick``
 """
 import importlib.util
-import os
 import pathlib
 
+import ioregress_env
 from contract import victoriametrics
 from contract.perflog import PERFLOG_DATEFMT, PERFLOG_FORMAT, PERFLOG_FORMAT_PERFVARS
 
@@ -90,8 +90,8 @@ site_configuration = {
     'general': [
         {
             'check_search_path': [str(_HERE.parent / 'reframe_checks')],
-            'report_file': os.environ.get(
-                'IOREGRESS_REPORT', str(_HERE.parent / 'results' / 'reports' / 'run-report-{sessionid}.json')),
+            'report_file': ioregress_env.get('IOREGRESS_REPORT') or str(
+                _HERE.parent / 'results' / 'reports' / 'run-report-{sessionid}.json'),
         }
     ],
 }

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import ioregress_env
 from iobench_lib import installed
 from tests.support import delay
 from tests.support.launch import run
@@ -194,7 +195,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(tryfirst=True)      # before the worker reports its collection to the controller
 def pytest_collection_finish(session):
-    worker, groups_dir = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(GROUPS_DIR_ENV)
+    worker, groups_dir = os.environ.get("PYTEST_XDIST_WORKER"), ioregress_env.get(GROUPS_DIR_ENV)
     if worker and groups_dir:
         groups = {item.nodeid: item.get_closest_marker("xdist_group").args[0]
                   for item in session.items if item.get_closest_marker("xdist_group")}
@@ -205,7 +206,7 @@ def pytest_collection_finish(session):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    groups_dir = os.environ.get(GROUPS_DIR_ENV)
+    groups_dir = ioregress_env.get(GROUPS_DIR_ENV)
     if config.getvalue("dist") != "loadgroup" or not groups_dir:
         return None
     from xdist.scheduler import LoadGroupScheduling

@@ -10,6 +10,7 @@ import sys
 import markupsafe
 import pytest
 
+import ioregress_env
 from postprocess.darshan import index as darshan_index, triage as darshan_triage
 
 darshan = pytest.importorskip('darshan')
@@ -159,9 +160,10 @@ def _screenshot(drv, path):
     drv.save_screenshot(str(path))
     drv.set_window_size(1280, 900)
     assert path.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
-    if os.environ.get('IOREGRESS_ARTIFACTS'):
-        os.makedirs(os.environ['IOREGRESS_ARTIFACTS'], exist_ok=True)
-        shutil.copy(path, os.environ['IOREGRESS_ARTIFACTS'])
+    art = ioregress_env.get('IOREGRESS_ARTIFACTS')
+    if art:
+        os.makedirs(art, exist_ok=True)
+        shutil.copy(path, art)
 
 
 def _visible(drv):

@@ -1,6 +1,6 @@
 """The docs are true: every command line README.md and docs/*.md show runs against its `--help`
-(the postprocess subcommand exists and takes each --option; ci/*.sh and reframe take each
-option; a bench module exists and declares it), every repository path they name exists, every
+(the postprocess subcommand exists and takes each --option, the gate takes each --option; ci/*.sh
+and reframe take each option; a bench module exists and declares it), every repository path they name exists, every
 relative link lands on a file (and heading), and no line carries a run's date or time other than
 a figure's "measured on" date.
 
@@ -18,7 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / 'README.md', REPO / 'CHANGELOG.md'] + sorted((REPO / 'docs').glob('*.md'))
-TOP = ('src', 'ci', 'docs', 'configs', 'postprocess', 'reframe_checks', 'tests', 'bench',
+TOP = ('src', 'ci', 'docs', 'configs', 'postprocess', 'gate', 'reframe_checks', 'tests', 'bench',
        'spack_env', '.ci', '.github')
 # Files a run or a site writes, named by the docs but never in the tree.
 GENERATED = {'gate-settings.py', '.gitlab-ci.yml'}
@@ -60,6 +60,13 @@ def postprocess_help():
 
 
 @functools.lru_cache(None)
+def gate_help():
+    """What `python -m gate --help` prints, from the real parser."""
+    from gate.cli import build_parser
+    return build_parser().format_help()
+
+
+@functools.lru_cache(None)
 def help_of(*argv):
     proc = subprocess.run(list(argv), cwd=REPO, capture_output=True, text=True, timeout=120)
     return proc.stdout + proc.stderr
@@ -98,6 +105,9 @@ def command_faults(cmd):
                 continue
             out += [f'postprocess {name} {o}' for o in options(args[1:]) if o not in text.split()
                     and not re.search(re.escape(o) + r'\b', text)]
+        elif tok in ('python', 'python3') and rest[:2] == ['-m', 'gate']:
+            out += [f'gate {o}' for o in options(rest[2:]) if o not in gate_help().split()
+                    and not re.search(re.escape(o) + r'\b', gate_help())]
         elif tok in ('python', 'python3') and rest[:1] == ['-m'] and rest[1:2] \
                 and rest[1].startswith('bench.') and not placeholder(rest[1].split('.', 1)[1]):
             src = REPO / (rest[1].replace('.', '/') + '.py')
@@ -148,6 +158,7 @@ def test_the_checker_catches_what_does_not_exist():
     assert command_faults('python3 -m postprocess detect --perflog x') == ['postprocess detect --perflog']
     assert command_faults('ci/nightly.sh --tag nightly --db x') == ['ci/nightly.sh --db']
     assert command_faults('python3 -m bench.nosuch') == ['bench.nosuch']
+    assert command_faults('python -m gate --a x --b y --nosuch') == ['gate --nosuch']
     assert command_faults('python -m postprocess detect --store s --system local') == []
     assert path_faults('see configs/systems/nosuch.py', REPO / 'docs') == ['configs/systems/nosuch.py']
     assert path_faults('a DESIGN.md', REPO) == ['DESIGN.md']

@@ -1,4 +1,4 @@
-"""`python -m postprocess gate` end to end: real ReFrame runs of a real check under two stacks.
+"""`python -m gate` end to end: real ReFrame runs of a real check under two stacks.
 
 * too few pairs: every check and phase says cannot tell, with how many pairs would decide, and the
   gate exits 4; its page opens in headless Chromium at 1280 px with a row and a strip of points
@@ -37,7 +37,7 @@ def gate(tmp_path, *args, name=CHECK, config=None, repeat=3):
     scratch = Path('/dev/shm') / f'ioregress-gate-{os.getpid()}-{tmp_path.name}'
     scratch.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, IOREGRESS_SCRATCH=str(scratch))
-    cmd = [sys.executable, '-m', 'postprocess', 'gate', '--system', 'local', '--name', name,
+    cmd = [sys.executable, '-m', 'gate', '--system', 'local', '--name', name,
            '--out', str(out), *args] + (['--config', str(config)] if config else []) + \
         ['--', '-S', f'repeat={repeat}']
     try:

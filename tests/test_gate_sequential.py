@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from postprocess.gate import bisect, plan, sequential, stacks
-from postprocess.gate import pairs as gate_pairs
+from gate import bisect, plan, sequential, stacks
+from gate import pairs as gate_pairs
 
 REPO = Path(__file__).resolve().parent.parent
 TOL, LEVEL = 0.05, 0.90
@@ -169,7 +169,7 @@ def _bisect(monkeypatch, statuses):
 
 
 def test_bisect_step_that_cannot_tell_names_nothing_and_exits_4(monkeypatch):
-    from postprocess.gate import cli, judge
+    from gate import cli, judge
     doc, results = _bisect(monkeypatch, ['slower', 'cannot tell', 'same'])
     assert doc['named'] == [] and 'could not tell A+env Y' in doc['cannot_tell']
     assert len(doc['stages']) == 1

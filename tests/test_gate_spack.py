@@ -1,5 +1,5 @@
 """The gate's Spack path: the parts of two Spack stacks are the packages whose locked versions
-differ, and a mix is a Spack environment made by Spack (postprocess/gate/spack.py).
+differ, and a mix is a Spack environment made by Spack (gate/spack.py).
 
 The lock difference is read from real lock files (the repository's spack_env/systems/local
 lock, and one changed as an upgrade would change it). With Spack (on PATH or
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from postprocess.gate import spack, stacks
+from gate import spack, stacks
+from iobench_lib import spack_lock
 
 REPO = Path(__file__).resolve().parent.parent
 LOCK = REPO / 'spack_env' / 'systems' / 'local' / 'spack.lock'
@@ -124,6 +125,6 @@ def test_spack_makes_the_mix_with_b_version(tmp_path):
     parts = spack.expand([stacks.Part('extras', spack.KEY, dirs['a'], dirs['b'])])
     assert [(p.name, p.a, p.b) for p in parts] == [('spack adios2', '2.11.0', '2.10.1')]
     mix = spack.realise(parts, str(tmp_path / 'mix'), log=lambda text: None)
-    got, want = spack.lock_versions(mix), spack.lock_versions(dirs['a'])
+    got, want = spack_lock.versions(mix), spack_lock.versions(dirs['a'])
     assert got == dict(want, adios2='2.10.1')
     assert os.path.isfile(os.path.join(mix, 'spack.lock'))

@@ -9,15 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from postprocess.gate import pairs, stacks
+from gate import pairs, stacks
 
 REPO = Path(__file__).resolve().parent.parent
 SETTINGS = REPO / 'configs' / 'settings.py'
 SYNTH = REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic'
 
 
-def pp(*args):
-    return subprocess.run([sys.executable, '-m', 'postprocess', *map(str, args)], cwd=REPO,
+def run(*command):
+    """``python -m <command...>`` from the checkout: ('postprocess', 'compare', ...), ('gate', ...)."""
+    return subprocess.run([sys.executable, '-m', *map(str, command)], cwd=REPO,
                           capture_output=True, text=True)
 
 
@@ -89,7 +90,7 @@ QUIET = (1.0, 0.97, 1.03)
 def _named(monkeypatch, *stages):
     """{part: how} that bisect._bisect names from these stages' (ratio, lo, hi) per mix."""
     from types import SimpleNamespace
-    from postprocess.gate import bisect
+    from gate import bisect
     parts = [stacks.Part('env', k, None, '1') for k in ('X', 'Y', 'Z')]
     todo = iter(stages)
 
@@ -189,7 +190,7 @@ def test_a_module_part_keeps_the_load_order():
 ])
 def test_gate_bad_usage(tmp_path, args, says):
     out = tmp_path / 'gate'
-    proc = pp('gate', *args, '--out', out)
+    proc = run('gate', *args, '--out', out)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and says in proc.stderr, proc.stderr
     assert not out.exists()
@@ -205,7 +206,7 @@ def test_gate_sh_usage():
 # ---- compare fails closed -------------------------------------------------------------------
 def _compare(tmp_path, before, after):
     out = tmp_path / f'{before}-{after}.json'
-    proc = pp('compare', '--perflogs', SYNTH, '--before', before, '--after', after, '--json', out)
+    proc = run('postprocess', 'compare', '--perflogs', SYNTH, '--before', before, '--after', after, '--json', out)
     return proc, json.loads(out.read_text())
 
 
@@ -228,7 +229,7 @@ def test_compare_still_passes_what_it_judged(tmp_path):
 
 
 def test_later_slots_are_pinned_to_the_nodes_of_the_first():
-    from postprocess.gate.runs import _pin
+    from gate.runs import _pin
     case = {'fixture': False, 'scheduler': 'slurm', 'job_nodelist': ['nid002', 'nid001']}
     build = {'fixture': True, 'scheduler': 'slurm', 'job_nodelist': ['nid009']}
     assert _pin([case, dict(case), build]) == 'nid001,nid002'
@@ -240,8 +241,8 @@ def test_later_slots_are_pinned_to_the_nodes_of_the_first():
 def test_a_check_whose_build_failed_is_failed_not_a_missing_figure():
     """ReFrame reports a check whose fixture (the iobench build) failed as 'fail_deps' with no
     figures: a failure of that stack (exit 1), not 'cannot tell' for want of a phase."""
-    from postprocess.gate import judge
-    from postprocess.gate.runs import _figures
+    from gate import judge
+    from gate.runs import _figures
     ok = {'name': 'BenchIO', 'system': 'local', 'partition': 'default', 'result': 'pass',
           'iob_reps': '', 'perfvalues': {
         'local:default:write': [500.0, None, None, None, 'MiB/s']}}

@@ -1,5 +1,6 @@
 """The layout the code is reached through: `pip install -e .` (ci/setup.sh) makes `contract`,
-`postprocess` and `iobench_lib` importable from anywhere, bench runs as `python3 -m bench.NAME` from the checkout,
+`postprocess`, `gate`, `iobench_lib` and `ioregress_env` importable from anywhere, postprocess never
+imports the gate (the gate judges with postprocess, not the other way), bench runs as `python3 -m bench.NAME` from the checkout,
 and nothing reaches code by editing the import path; no test imports another test module."""
 import ast
 import json
@@ -9,9 +10,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = {'contract': REPO / 'contract', 'postprocess': REPO / 'postprocess',
+PACKAGES = {'contract': REPO / 'contract', 'postprocess': REPO / 'postprocess', 'gate': REPO / 'gate',
             'iobench_lib': REPO / 'reframe_checks' / 'iobench_lib'}
-TREES = ['tests', 'bench', 'contract', 'reframe_checks', 'postprocess', 'configs', 'ci']
+MODULES = ['ioregress_env']         # top-level modules (pyproject: py-modules)
+TREES = ['tests', 'bench', 'contract', 'reframe_checks', 'postprocess', 'gate', 'configs', 'ci']
 
 
 def modules(name, root):
@@ -45,18 +47,18 @@ def offenders(find):
 def test_every_module_imports_from_anywhere_and_is_this_checkouts(tmp_path):
     """A fresh interpreter in an unrelated directory, no PYTHONPATH: every module of the packages
     imports, from this checkout's files, and the report's templates come with the package."""
-    names = [m for name, root in PACKAGES.items() for m in modules(name, root)]
+    names = [m for name, root in PACKAGES.items() for m in modules(name, root)] + MODULES
     # a folder of modules without __init__.py would import here (a namespace) and be left out of
     # a wheel (pyproject: namespaces = false)
     bare = [str(d) for root in PACKAGES.values() for d in {p.parent for p in root.rglob('*.py')}
             if not (d / '__init__.py').exists()]
     assert not bare, bare
-    assert 'postprocess.why.annotate' in names and 'iobench_lib.installed' in names
-    assert 'contract.perflog' in names
+    assert {'postprocess.why.annotate', 'iobench_lib.installed', 'gate.cli', 'contract.perflog'} <= set(names)
     probe = ('import importlib, importlib.resources, json, sys\n'
              'files = {n: importlib.import_module(n).__file__ for n in sys.argv[1:]}\n'
              "files['templates'] = [str(importlib.resources.files(p) / 'templates' / 'index.html')\n"
              "                      for p in ('postprocess.report', 'postprocess.darshan')]\n"
+             "files['templates'].append(str(importlib.resources.files('gate') / 'templates' / 'gate.html'))\n"
              'print(json.dumps(files))\n')
     env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'}
     proc = subprocess.run([sys.executable, '-c', probe, *names], cwd=tmp_path, env=env,
@@ -145,25 +147,36 @@ def test_only_tests_import_from_tests():
     assert not found, found
 
 
-def imported_modules(tree):
-    """(line, dotted name) of every import."""
+def imports_of(tree, names):
+    """Lines importing one of the top-level ``names`` (import x, import x.y, from x[.y] import)."""
     out = []
     for node in ast.walk(tree):
-        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                 [node.module or ''] if isinstance(node, ast.ImportFrom) and not node.level else [])
-        out += [(node.lineno, n) for n in names]
+        mods = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                [node.module or ''] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        out += [node.lineno for m in mods if m.split('.')[0] in names]
     return out
+
+
+def test_postprocess_never_imports_the_gate_and_the_environment_table_imports_nothing():
+    """The gate runs ReFrame and judges with postprocess; postprocess knows nothing of it.
+    ioregress_env is read by the configs, the checks, postprocess and the gate: it imports none."""
+    assert imports_of(ast.parse('from gate import pairs\nimport gate.cli\nfrom . import gate\n'),
+                      {'gate'}) == [1, 2]
+    found = [str(p.relative_to(REPO)) for p in sorted((REPO / 'postprocess').rglob('*.py'))
+             if imports_of(ast.parse(p.read_text()), {'gate'})]
+    assert not found, found
+    suite = {'postprocess', 'gate', 'iobench_lib', 'bench', 'tests'}
+    assert not imports_of(ast.parse((REPO / 'ioregress_env.py').read_text()), suite)
 
 
 def test_the_checks_reach_postprocess_only_through_the_contract():
     """reframe_checks/ and configs/ (the producer) share with postprocess/ (the consumer) only
     contract/ (docs/CONTRACT.md), and contract/ leans on neither side."""
     found = {}
-    for tree, banned in (('reframe_checks', ('postprocess',)), ('configs', ('postprocess',)),
-                         ('contract', ('postprocess', 'iobench_lib', 'reframe'))):
+    for tree, banned in (('reframe_checks', {'postprocess'}), ('configs', {'postprocess'}),
+                         ('contract', {'postprocess', 'iobench_lib', 'reframe'})):
         for path in sorted((REPO / tree).rglob('*.py')):
-            bad = [line for line, name in imported_modules(ast.parse(path.read_text(), str(path)))
-                   if name.split('.')[0] in banned]
+            bad = imports_of(ast.parse(path.read_text(), str(path)), banned)
             if bad:
                 found[str(path.relative_to(REPO))] = bad
     assert not found, found

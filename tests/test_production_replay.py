@@ -8,12 +8,13 @@ import os
 import numpy as np
 import pytest
 
+import ioregress_env
 from bench import production_replay as replay
 from bench import production_score as score
 from bench import production_tokio as tokio
 
-DATA = os.environ.get('IOREGRESS_TOKIO', os.path.join(os.path.dirname(__file__), '..', '..',
-                                                   'shared', 'data', 'tokio-abc'))
+DATA = ioregress_env.get('IOREGRESS_TOKIO') or os.path.join(os.path.dirname(__file__), '..', '..',
+                                                            'shared', 'data', 'tokio-abc')
 needs_data = pytest.mark.skipif(not os.path.isdir(DATA), reason=f'no TOKIO-ABC at {DATA}')
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import ioregress_env
 from tests.support.report_inputs import cases_for, pp, SYNTH, synthetic_findings
 
 
@@ -61,7 +62,7 @@ def screenshot(drv, path, full=True):
         drv.set_window_size(1280, min(height + 140, 6000))
     drv.save_screenshot(str(path))
     drv.set_window_size(1280, 900)
-    art = os.environ.get('IOREGRESS_ARTIFACTS')
+    art = ioregress_env.get('IOREGRESS_ARTIFACTS')
     if art:
         os.makedirs(art, exist_ok=True)
         shutil.copy(path, art)

@@ -253,14 +253,14 @@ def test_provenance_summary_of_real_spack_output():
 
 
 def test_lock_dev_path(tmp_path):
-    from iobench_lib import spack_build
+    from iobench_lib import spack_lock
     lock = json.loads((SPACK_ENV / 'systems' / 'local' / 'spack.lock').read_text())
     dev_paths = [n['parameters']['dev_path'] for n in lock['concrete_specs'].values()
                  if n['name'] == 'iobench']
-    assert spack_build.lock_dev_path(str(SPACK_ENV / 'systems' / 'local')) == dev_paths[0]
-    assert spack_build.lock_dev_path(str(tmp_path)) is None
+    assert spack_lock.dev_path(str(SPACK_ENV / 'systems' / 'local')) == dev_paths[0]
+    assert spack_lock.dev_path(str(tmp_path)) is None
     (tmp_path / 'spack.lock').write_text('{not json')
-    assert spack_build.lock_dev_path(str(tmp_path)) is None
+    assert spack_lock.dev_path(str(tmp_path)) is None
 
 
 def test_spack_setup_commands_fail_clearly_without_spack():

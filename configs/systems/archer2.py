@@ -16,9 +16,11 @@ without it the jobs are submitted without --account and Slurm rejects them with 
 """
 import os
 
-_account = os.environ.get('IOREGRESS_ACCOUNT', '')
+import ioregress_env
+
+_account = ioregress_env.get('IOREGRESS_ACCOUNT')
 _user = os.environ.get('USER', 'unknown')
-_scratch = os.environ.get('IOREGRESS_SCRATCH') or (
+_scratch = ioregress_env.get('IOREGRESS_SCRATCH') or (
     f'/work/{_account}/{_account}/{_user}/ioregress' if _account else None)
 
 # Stripe menu (reframe_checks/iobench_lib/lustre.py): ARCHER2's default is 1 stripe of 1 MiB;

@@ -16,7 +16,9 @@ one's budget:
 """
 import os
 
-_scratch = os.environ.get('IOREGRESS_SCRATCH') or (
+import ioregress_env
+
+_scratch = ioregress_env.get('IOREGRESS_SCRATCH') or (
     os.path.join(os.environ['SCRATCH'], 'ioregress') if os.environ.get('SCRATCH') else None)
 _sbatch = [f'--{opt}={os.environ[var]}' for opt, var in (
     ('account', 'IOREGRESS_ACCOUNT'), ('qos', 'IOREGRESS_QOS'),
@@ -76,7 +78,7 @@ site_configuration = {
             'cc': 'mpicc', 'cxx': 'mpicxx', 'ftn': 'mpif90',
             'features': ['mpi', 'hdf5', 'darshan'],
             # SITE: libdarshan.so when no module preloads it (LD_PRELOAD per job)
-            'extras': {'darshan_lib': os.environ.get('IOREGRESS_DARSHAN_LIB', ''),
+            'extras': {'darshan_lib': ioregress_env.get('IOREGRESS_DARSHAN_LIB') or '',
                        'cmake_options': ['-DIOBENCH_WITH_ADIOS2=OFF', '-DIOBENCH_WITH_SIONLIB=OFF']},
         },
         {   # the Spack environment brings HDF5, ADIOS2, SIONlib; the compiler and MPI are externals

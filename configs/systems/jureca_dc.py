@@ -15,8 +15,10 @@ spack_env/systems/jureca-dc (JSC provides no central Spack: $IOREGRESS_SPACK_ROO
 """
 import os
 
-_account = os.environ.get('IOREGRESS_ACCOUNT', '')
-_scratch = os.environ.get('IOREGRESS_SCRATCH') or (
+import ioregress_env
+
+_account = ioregress_env.get('IOREGRESS_ACCOUNT')
+_scratch = ioregress_env.get('IOREGRESS_SCRATCH') or (
     os.path.join(os.environ['SCRATCH'], os.environ.get('USER', 'unknown'), 'ioregress')
     if os.environ.get('SCRATCH') else None)
 

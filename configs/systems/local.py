@@ -38,7 +38,7 @@ site_configuration = {
             ],
         }
     ],
-    # the stacks `postprocess gate` compares (iobench_lib/gate_stacks.py); in no partition's
+    # the stacks `python -m gate` compares (iobench_lib/gate_stacks.py); in no partition's
     # environs, so the nightly runs mpi-gnu only
     'environments': [_mpi_gnu] + gate_stacks.local_stacks(_mpi_gnu),
 }

@@ -14,11 +14,10 @@ Select with --system local-cluster; its hostname pattern never matches.
 Environment: IOREGRESS_SLURM_NODE_CPUS (default 4, as start.sh), plus those of
 iobench_lib/installed.py.
 """
-import os
-
+import ioregress_env
 from iobench_lib import installed
 
-_cores = int(os.environ.get('IOREGRESS_SLURM_NODE_CPUS', '4'))
+_cores = int(ioregress_env.get('IOREGRESS_SLURM_NODE_CPUS'))
 _extras = dict(installed.this_machine_extras(), rank_counts=[_cores, _cores + _cores // 2, 2 * _cores])
 
 site_configuration = {

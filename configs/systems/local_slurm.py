@@ -12,11 +12,10 @@ themselves, as on a production cluster.
 Environment variables: IOREGRESS_SLURM_PARTITION (default batch), plus those of
 iobench_lib/installed.py.
 """
-import os
-
+import ioregress_env
 from iobench_lib import installed
 
-_partition = os.environ.get('IOREGRESS_SLURM_PARTITION', 'batch')
+_partition = ioregress_env.get('IOREGRESS_SLURM_PARTITION')
 
 site_configuration = {
     'systems': [

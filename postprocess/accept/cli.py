@@ -9,6 +9,7 @@ import argparse
 import os
 import re
 
+import ioregress_env
 from postprocess.common.errors import UsageError
 from postprocess.history.inputs import iso_date
 
@@ -18,7 +19,7 @@ def register(subparsers):
                                              're-baselines the series from that night '
                                              '(--list, --undo)')
     p.add_argument('--results', metavar='DIR',
-                   default=os.environ.get('IOREGRESS_RESULTS_ROOT') or 'results',
+                   default=ioregress_env.get('IOREGRESS_RESULTS_ROOT') or 'results',
                    help='results tree holding perflogs/ (default: $IOREGRESS_RESULTS_ROOT, '
                         'else ./results)')
     p.add_argument('--system', help='system whose series are accepted')

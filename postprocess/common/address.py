@@ -7,6 +7,8 @@ the results tree. Unset: the page's file:// URI.
 import os
 import pathlib
 
+import ioregress_env
+
 
 def page_path(run_dir):
     return os.path.join(os.path.abspath(run_dir), 'post', 'report', 'index.html')
@@ -14,7 +16,7 @@ def page_path(run_dir):
 
 def page_address(run_dir, base=None):
     page = page_path(run_dir)
-    base = os.environ.get('IOREGRESS_REPORT_URL') if base is None else base
+    base = ioregress_env.get('IOREGRESS_REPORT_URL') if base is None else base
     if base:
         results = os.path.dirname(os.path.dirname(os.path.abspath(run_dir)))   # <results>/runs/<run>
         return base.rstrip('/') + '/' + os.path.relpath(page, results).replace(os.sep, '/')

@@ -1,4 +1,4 @@
-"""Errors every command reports as one line (postprocess/cli.py turns them into exit statuses).
+"""Errors every command reports as one line (common/command.py turns them into exit statuses).
 
 Exit status 2: ``UsageError`` (bad arguments or bad input: a name, a file that is not a perflog or
 not a results DB). Exit status 1: an environment fault (``OSError``: missing, unwritable, full or

@@ -5,6 +5,7 @@
 """
 import os
 
+import ioregress_env
 from postprocess.common.errors import UsageError
 from postprocess.cost.reframe_jobs import REPO
 
@@ -21,14 +22,14 @@ def register(subparsers):
     p.add_argument('--system', required=True, help='a system of the configuration (configs/systems/)')
     p.add_argument('--tag', default='nightly', choices=['quick', 'nightly'],
                    help='the suite ci/nightly.sh runs (default: nightly)')
-    p.add_argument('--config', metavar='FILE', default=os.environ.get('IOREGRESS_CONFIG')
+    p.add_argument('--config', metavar='FILE', default=ioregress_env.get('IOREGRESS_CONFIG')
                    or os.path.join(REPO, 'configs', 'settings.py'),
                    help="ReFrame configuration (default: configs/settings.py, every "
                         "configs/systems/*.py; a site's file there is a system like the others)")
     p.add_argument('--results', metavar='DIR',
                    help="a results tree: also its latest completed night's real figures")
     p.add_argument('--confirm-repeat', type=int, metavar='N',
-                   default=int(os.environ.get('IOREGRESS_CONFIRM_REPEAT') or 10),
+                   default=int(ioregress_env.get('IOREGRESS_CONFIRM_REPEAT')),
                    help='repetitions a confirmation re-run gathers (default: '
                         '$IOREGRESS_CONFIRM_REPEAT, else 10 as ci/nightly.sh; 0: none)')
     p.add_argument('--bandwidth', type=float, default=10.0, metavar='GIB_S',

@@ -8,6 +8,8 @@ import os
 
 import duckdb
 
+import ioregress_env
+
 _CON = None
 
 # SQL helpers every history query may use (perflog.py, parse.py, sessions.py)
@@ -41,7 +43,7 @@ def connect():
         con = duckdb.connect(':memory:')
         con.execute('SET autoinstall_known_extensions = false')
         con.execute("SET TimeZone = 'UTC'")
-        limit = os.environ.get('IOREGRESS_DUCKDB_MEMORY', '1GB')
+        limit = ioregress_env.get('IOREGRESS_DUCKDB_MEMORY')
         con.execute(f"SET memory_limit = '{limit}'")
         con.execute(f"SET temp_directory = '{_sql_str(_temp_dir())}'")
         con.execute(MACROS)

@@ -10,6 +10,7 @@ import datetime
 import os
 import sys
 
+import ioregress_env
 from postprocess.common.errors import UsageError
 from postprocess.common.names import check_name
 from postprocess.history import engine, parse, perflog, reports, store
@@ -19,7 +20,7 @@ COMPLETE, INCOMPLETE = 'COMPLETE', 'INCOMPLETE'     # a nightly run directory's 
 
 
 def add_history_args(parser, system_required=False):
-    parser.add_argument('--store', metavar='DIR', default=os.environ.get('IOREGRESS_STORE') or None,
+    parser.add_argument('--store', metavar='DIR', default=ioregress_env.get('IOREGRESS_STORE'),
                         help='results store: <results>/store (default: $IOREGRESS_STORE)')
     parser.add_argument('--perflogs', action='append', default=[], metavar='DIR',
                         help='perflog directory or file (repeatable); *.log and rotated *.log.h<N>')
@@ -28,7 +29,7 @@ def add_history_args(parser, system_required=False):
     parser.add_argument('--from', dest='date_from', type=iso_date, metavar='YYYY-MM-DD')
     parser.add_argument('--to', dest='date_to', type=iso_date, metavar='YYYY-MM-DD')
     parser.add_argument('--this-run', metavar='RUN_DIR',
-                        default=os.environ.get('IOREGRESS_THIS_RUN') or None,
+                        default=ioregress_env.get('IOREGRESS_THIS_RUN'),
                         help="the nightly run directory asking: its report.json's runs count "
                              'with the store although not in it yet (default: $IOREGRESS_THIS_RUN)')
 
@@ -63,7 +64,7 @@ def check_args(args):
         raise UsageError(f"no such run directory: --this-run '{args.this_run}'")
 
 
-# Warnings about input lines wait here until the command has done its work (postprocess/cli.py
+# Warnings about input lines wait here until the command has done its work (common/command.py
 # prints them then): a command that fails says so in one line, not after 30 lines of warnings.
 PENDING = []
 

@@ -19,6 +19,7 @@ import os
 import re
 import urllib.parse
 
+import ioregress_env
 from postprocess.common.errors import UsageError
 
 REGRESSION, FAILED, USAGE = 3, 1, 2      # ci/nightly.sh's exit statuses (0: all well)
@@ -37,7 +38,7 @@ def register(subparsers):
     p.add_argument('--status', required=True, type=int, help="ci/nightly.sh's exit status (0, 1, 2, 3)")
     p.add_argument('--failed-step', action='append', default=[], metavar='STEP', choices=sorted(STEPS),
                    help='a step of the night that failed (repeatable; status 1): ' + ', '.join(STEPS))
-    p.add_argument('--urls', default=os.environ.get('IOREGRESS_NOTIFY', ''),
+    p.add_argument('--urls', default=ioregress_env.get('IOREGRESS_NOTIFY') or '',
                    help='Apprise URLs (default: $IOREGRESS_NOTIFY)')
     p.set_defaults(func=run)
 

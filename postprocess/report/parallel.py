@@ -13,6 +13,8 @@ import multiprocessing
 import os
 import signal
 
+import ioregress_env
+
 _TASKS = []
 PR_SET_PDEATHSIG = 1
 
@@ -20,7 +22,7 @@ PR_SET_PDEATHSIG = 1
 def workers():
     """Worker processes to use: the CPUs this process may run on, at most 4;
     $IOREGRESS_REPORT_JOBS overrides (1: draw in this process)."""
-    text = os.environ.get('IOREGRESS_REPORT_JOBS', '')
+    text = ioregress_env.get('IOREGRESS_REPORT_JOBS') or ''
     if text.isdigit() and int(text) >= 1:
         return int(text)
     return max(1, min(4, len(os.sched_getaffinity(0))))

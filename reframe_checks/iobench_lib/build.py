@@ -19,6 +19,8 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 from reframe.core.exceptions import ConfigError
 
+import ioregress_env
+
 SRC_DIR = str(pathlib.Path(__file__).resolve().parents[2] / 'src')
 
 
@@ -42,7 +44,7 @@ class IOBenchBuild(rfm.CompileOnlyRegressionTest):
     #: A CMake build directory of this checkout's src/ (iobench + iobench-features.txt) to use
     #: instead of compiling again: $IOREGRESS_IOBENCH_DIR (tests share one build across their
     #: ReFrame runs). Ignored with cmake_options, a non-default build_type or iobench_build spack.
-    prebuilt_dir = variable(str, value=os.environ.get('IOREGRESS_IOBENCH_DIR', ''))
+    prebuilt_dir = variable(str, value=ioregress_env.get('IOREGRESS_IOBENCH_DIR') or '')
 
     def _prebuilt(self):
         return (self.prebuilt_dir if self.prebuilt_dir and self._how() == 'cmake'

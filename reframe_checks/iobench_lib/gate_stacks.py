@@ -1,4 +1,4 @@
-"""Alternative I/O stacks of machines like this one, for `python -m postprocess gate`
+"""Alternative I/O stacks of machines like this one, for `python -m gate`
 (docs/gate.md).
 
 Each is a ReFrame environment derived from `mpi-gnu` that differs in real parts of the stack:

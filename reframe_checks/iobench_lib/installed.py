@@ -12,6 +12,8 @@ import re
 import shutil
 import subprocess
 
+import ioregress_env
+
 
 def _run(*cmd):
     try:
@@ -34,7 +36,7 @@ def _version_key(path):
 
 def cache_dir():
     """Where ci/setup.sh builds the tools (ci/build_*.sh): $IOREGRESS_CACHE, else ~/.cache/ioregress."""
-    return os.environ.get('IOREGRESS_CACHE') or os.path.expanduser('~/.cache/ioregress')
+    return os.path.expanduser(ioregress_env.get('IOREGRESS_CACHE'))
 
 
 def _cached(name, probe):
@@ -52,7 +54,7 @@ def adios2_dir():
     """ADIOS2 install prefix: $IOREGRESS_ADIOS2_DIR, else the newest ~/.cache/ioregress/adios2-*/
     (what ci/build_adios2.sh installs). A prefix counts only if it has lib*/cmake/adios2, and a cache
     install only once build_adios2.sh wrote its completion stamp (an interrupted build does not count)."""
-    env = os.environ.get('IOREGRESS_ADIOS2_DIR')
+    env = ioregress_env.get('IOREGRESS_ADIOS2_DIR')
     candidates = [env] if env else sorted(
         glob.glob(os.path.expanduser('~/.cache/ioregress/adios2-*')), key=_version_key, reverse=True)
     for prefix in candidates:
@@ -75,7 +77,7 @@ def sionlib_root():
 
 def darshan_lib():
     """libdarshan.so named by $IOREGRESS_DARSHAN_LIB, if that file exists."""
-    lib = os.environ.get('IOREGRESS_DARSHAN_LIB')
+    lib = ioregress_env.get('IOREGRESS_DARSHAN_LIB')
     return os.path.abspath(lib) if lib and os.path.isfile(lib) else None
 
 
@@ -95,12 +97,12 @@ def built_here():
 
 def iobench_build():
     """How iobench is built: 'cmake' (default) or what $IOREGRESS_BUILD says (e.g. 'spack')."""
-    return os.environ.get('IOREGRESS_BUILD', 'cmake')
+    return ioregress_env.get('IOREGRESS_BUILD')
 
 
 def scratch():
     """Directory for data files: $IOREGRESS_SCRATCH, else None (= each test's stage directory)."""
-    path = os.environ.get('IOREGRESS_SCRATCH')
+    path = ioregress_env.get('IOREGRESS_SCRATCH')
     return os.path.abspath(path) if path else None
 
 

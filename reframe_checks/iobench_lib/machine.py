@@ -21,6 +21,8 @@ import pathlib
 import shlex
 import subprocess
 
+import ioregress_env
+
 FILE = 'machine.txt'
 NOTE_ENV = 'IOREGRESS_NOTE'
 _SQUEUE_TIMEOUT = 20
@@ -184,7 +186,7 @@ class MachineState:
         if lock:
             prov['spack_lock'] = lock
         prov['outputdir'] = self.outputdir      # where kept files (the Darshan log) end up
-        note = os.environ.get(NOTE_ENV, '').strip()
+        note = (ioregress_env.get(NOTE_ENV) or '').strip()
         if note:
             prov['note'] = note
         return prov

@@ -24,6 +24,9 @@ import shlex
 
 from reframe.core.exceptions import ConfigError, SanityError
 
+import ioregress_env
+from iobench_lib import spack_lock
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SRC_DIR = str(REPO / 'src')
 FIND_JSON = 'spack-iobench.json'
@@ -45,10 +48,10 @@ def env_dir(system_name, extras):
     return path
 
 
-def setup_commands(extras, environ=os.environ):
+def setup_commands(extras, environ=None):
     """Shell lines that make `spack` callable in the build job, or fail it with one clear line."""
     cmds = []
-    root = environ.get('IOREGRESS_SPACK_ROOT')
+    root = ioregress_env.get('IOREGRESS_SPACK_ROOT', environ)
     if root:
         cmds.append(f'export PATH={shlex.quote(os.path.join(root, "bin"))}:"$PATH"')
     cmds += list(extras.get('spack_setup', []))
@@ -57,20 +60,9 @@ def setup_commands(extras, environ=os.environ):
     return cmds
 
 
-def lock_dev_path(env):
-    """dev_path of iobench in the environment's spack.lock, or None (no lock / no iobench)."""
-    try:
-        with open(os.path.join(env, 'spack.lock')) as fp:
-            nodes = json.load(fp)['concrete_specs'].values()
-    except (OSError, ValueError, KeyError, AttributeError):
-        return None
-    return next((n.get('parameters', {}).get('dev_path') for n in nodes
-                 if n.get('name') == 'iobench'), None)
-
-
 def configure(test):
     """Turn the IOBenchBuild fixture into a `spack -e <env> install` of the environment."""
-    # an environment's own spack_env (a stack of `postprocess gate`, docs/gate.md) wins
+    # an environment's own spack_env (a stack of `python -m gate`, docs/gate.md) wins
     extras = {**test.current_partition.extras, **test.current_environ.extras}
     env = env_dir(test.current_system.name, extras)
     q = shlex.quote(env)
@@ -82,7 +74,7 @@ def configure(test):
     # The lock lives as long as the build script's shell: one install per environment at a time.
     test.prebuild_cmds = setup_commands(extras) + [
         f'mkdir -p {q}/.spack-env', f'exec 9>{q}/.spack-env/ioregress-install.lock', 'flock 9']
-    locked = lock_dev_path(env)
+    locked = spack_lock.dev_path(env)
     if locked and os.path.realpath(locked) != os.path.realpath(SRC_DIR):
         # The shipped lock names another checkout's src/: re-concretize once for this one.
         test.prebuild_cmds.append(f'spack -e {q} concretize -f')

@@ -6,8 +6,8 @@ under X, or the reverse, cannot be told apart and says why.
 """
 import statistics
 
-from postprocess.gate import pairs as stats
-from postprocess.gate import sequential
+from gate import pairs as stats
+from gate import sequential
 
 
 def arm(base, other, tolerance, level, side='B', only=None, effect=None):

@@ -19,8 +19,8 @@ import os
 import re
 import statistics
 
-from postprocess.gate import pairs as stats
-from postprocess.gate import sequential
+from gate import pairs as stats
+from gate import sequential
 
 #: the cap of --pairs auto when nothing is known of the spread (about 20 min a check here)
 DEFAULT_CAP = 40

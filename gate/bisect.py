@@ -25,7 +25,7 @@ import math
 import os
 
 from postprocess.common.errors import UsageError
-from postprocess.gate import judge, spack, stacks
+from gate import judge, spack, stacks
 
 #: the least share of B's change a part's mix must carry to be named (stage 1): a third, so
 #: that two parts that each carry half are both named, and a part whose mix is only just

@@ -5,6 +5,7 @@ tolerance band shaded, 1 marked, the interval as a bar); for a bisection each pa
 way and its share of B's change. No script and no network: it opens from file://.
 """
 import datetime
+import importlib.resources
 import math
 import os
 
@@ -12,11 +13,11 @@ import jinja2
 from markupsafe import Markup
 
 from postprocess.common import atomic
-from postprocess.gate import summary
+from gate import summary
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'templates')
-REPORT_CSS = os.path.join(os.path.dirname(os.path.dirname(TEMPLATES)), 'report', 'templates',
-                          'report.css')
+# the report's stylesheet, from the installed postprocess package: the page looks like the report
+REPORT_CSS = importlib.resources.files('postprocess.report') / 'templates' / 'report.css'
 W, H, PAD = 340, 30, 8
 
 
@@ -75,8 +76,7 @@ def write(path, doc):
                              trim_blocks=True, lstrip_blocks=True,
                              undefined=jinja2.StrictUndefined)
     env.filters['fmt'] = lambda v, spec: '' if v is None else format(v, spec)
-    with open(REPORT_CSS, encoding='utf-8') as fp:
-        css = fp.read()
+    css = REPORT_CSS.read_text(encoding='utf-8')
     order = sorted(results, key=lambda r: (r['status'] == 'same', r['check'], r['phase']))
     shares = {(s['part'], s['check'], s['phase']): s['share'] for s in bis.get('shares', [])}
     html = env.get_template('gate.html').render(

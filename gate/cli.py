@@ -1,10 +1,10 @@
-"""``gate``: is stack B slower than stack A? Both run side by side now, judged on pairs.
+"""``python -m gate``: is stack B slower than stack A? Both run side by side now, judged on pairs.
 
-    python -m postprocess gate --a ENV --b ENV [--system S] [--name REGEX]... [--tag TAG]...
+    python -m gate --a ENV --b ENV [--system S] [--name REGEX]... [--tag TAG]...
         [--pairs N|auto] [--effect F] [--max-pairs N] [--plan [--pilot N]] [--tolerance F]
         [--level F] [--bisect [--max-parts N]] [--out DIR] [-- REFRAME_ARGS...]
 
-Unlike ``compare`` (sessions against nights of history), nothing from the history is needed:
+Unlike ``postprocess compare`` (sessions against nights of history), nothing from the history is needed:
 the checks run under A and B interleaved in this session (runs.py), each check and phase is
 judged on its B/A pair ratios (pairs.py), and with --bisect the parts that differ are tried one
 at a time (bisect.py). Writes <out>/gate.json and <out>/index.html, prints the summary.
@@ -21,16 +21,25 @@ import shlex
 import shutil
 import sys
 
+from gate import plan, sequential
+import ioregress_env
 from postprocess.common import atomic
+from postprocess.common.command import OneLineParser, execute
 from postprocess.common.errors import UsageError
-from postprocess.gate import plan, sequential
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def register(subparsers):
-    p = subparsers.add_parser('gate', help='run checks under stacks A and B side by side and '
-                                           'judge B on pairs (exit 3 slower, 4 cannot tell)')
+def main(argv=None):
+    """Run the gate under the suite's one error path (postprocess/common/command.py)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return execute(run, args, f'{parser.prog}: error:')
+
+
+def build_parser():
+    p = OneLineParser(prog='python -m gate', description='run checks under stacks A and B side '
+                      'by side and judge B on pairs (exit 3 slower, 4 cannot tell)')
     p.add_argument('--a', required=True, metavar='ENV', help='ReFrame environment of stack A '
                    '(the one trusted, e.g. before the upgrade)')
     p.add_argument('--b', required=True, metavar='ENV', help='ReFrame environment of stack B')
@@ -68,7 +77,7 @@ def register(subparsers):
     p.add_argument('--reframe', default=os.environ.get('REFRAME', 'reframe'))
     p.add_argument('reframe_args', nargs='*', metavar='-- REFRAME_ARGS',
                    help='passed to every ReFrame run (e.g. -S repeat=3)')
-    p.set_defaults(func=run)
+    return p
 
 
 def _count(text):
@@ -115,14 +124,14 @@ def _out_dir(args):
 
 
 def run(args):
-    from postprocess.gate import bisect, judge, page, stacks, summary
-    from postprocess.gate.runs import GateError, Session
+    from gate import bisect, judge, page, stacks, summary
+    from gate.runs import GateError, Session
     if args.level <= 0.5:
         raise UsageError(f"--level must be above 0.5 '{args.level}'")
     if args.effect < args.tolerance:
         raise UsageError(f"--effect must be at least --tolerance ({args.tolerance:g}) "
                          f"'{args.effect:g}'")
-    config = args.config or os.environ.get('IOREGRESS_CONFIG') or \
+    config = args.config or ioregress_env.get('IOREGRESS_CONFIG') or \
         os.path.join(REPO, 'configs', 'settings.py')
     if not os.path.isfile(config):
         raise UsageError(f"no ReFrame configuration file '{config}'")
@@ -143,7 +152,7 @@ def run(args):
            'pairs': args.pairs, 'tolerance': args.tolerance, 'level': args.level,
            'effect': args.effect, 'rule': 'sequential' if auto else 'fixed',
            'select': select, 'reframe_args': args.reframe_args,
-           'command': ' '.join(map(shlex.quote, ['python3', '-m', 'postprocess'] + sys.argv[1:])),
+           'command': ' '.join(map(shlex.quote, ['python3', '-m', 'gate'] + sys.argv[1:])),
            'host': platform.node(), 'started': _now()}
     effect = args.effect if auto else None
     try:
@@ -182,7 +191,7 @@ def run(args):
                              'parts': [p.to_json() for p in parts]}
     except GateError as err:
         doc.update(results=doc.get('results', []), error=str(err))
-        print(f'python -m postprocess gate: error: {" ".join(str(err).split())}',
+        print(f'python -m gate: error: {" ".join(str(err).split())}',
               file=sys.stderr)
     return _finish(doc, out, session, judge, summary, page)
 

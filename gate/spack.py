@@ -12,14 +12,15 @@ a requirement ``@=<B's version>`` added with ``spack config add -f``, then ``spa
 the gate's warm-up slot installs it like any stack. Without Spack the bisection says so and names
 nothing; the gate's verdict stands.
 """
-import json
 import os
 import shutil
 import subprocess
 
 import yaml
 
-from postprocess.gate.stacks import Part
+import ioregress_env
+from gate.stacks import Part
+from iobench_lib import spack_lock
 
 KEY = 'spack_env'
 
@@ -30,20 +31,10 @@ class SpackMissing(Exception):
 
 def spack_command(environ=None):
     """The spack executable ($IOREGRESS_SPACK_ROOT/bin first, as spack_build.py), or None."""
-    environ = os.environ if environ is None else environ
-    root = environ.get('IOREGRESS_SPACK_ROOT')
-    path = (os.path.join(root, 'bin') + os.pathsep if root else '') + environ.get('PATH', '')
+    root = ioregress_env.get('IOREGRESS_SPACK_ROOT', environ)
+    path = (os.path.join(root, 'bin') + os.pathsep if root else '') + \
+        (os.environ if environ is None else environ).get('PATH', '')
     return shutil.which('spack', path=path)
-
-
-def lock_versions(env_dir):
-    """{package: version} of the concrete specs in ``env_dir``/spack.lock, or None."""
-    try:
-        with open(os.path.join(env_dir, 'spack.lock')) as fp:
-            nodes = json.load(fp)['concrete_specs'].values()
-    except (OSError, ValueError, KeyError, AttributeError):
-        return None
-    return {n['name']: str(n['version']) for n in nodes}
 
 
 def expand(parts):
@@ -51,8 +42,8 @@ def expand(parts):
     differs between the two locks (left as it is when either side has no lock)."""
     out = []
     for p in parts:
-        va = lock_versions(p.a) if p.kind == 'extras' and p.key == KEY and p.a else None
-        vb = lock_versions(p.b) if va is not None and p.b else None
+        va = spack_lock.versions(p.a) if p.kind == 'extras' and p.key == KEY and p.a else None
+        vb = spack_lock.versions(p.b) if va is not None and p.b else None
         if vb is None:
             out.append(p)
             continue
