@@ -34,9 +34,9 @@ VARIABLES = (
     _V('IOREGRESS_RESULTS_DB', None, "ReFrame's results DB of the nightly ('off': none)",
        ('ci/nightly.sh',), '<results>/reframe.db'),
     _V('IOREGRESS_STORE', None, 'results store of the history commands (exported by the nightly)',
-       ('postprocess/history/inputs.py',)),
+       ('postprocess/history/cli.py',)),
     _V('IOREGRESS_THIS_RUN', None, "this run's directory, counted with the store though not in it "
-       'yet (exported by the nightly)', ('postprocess/history/inputs.py',)),
+       'yet (exported by the nightly)', ('postprocess/history/cli.py',)),
     _V('IOREGRESS_NOTE', None, 'a note kept with every result of the run (nightly --note)',
        ('reframe_checks/iobench_lib/machine.py', 'ci/nightly.sh')),
     _V('IOREGRESS_CONFIRM_REPEAT', '10', 'repetitions of the confirmation re-run (0: none)',

@@ -19,7 +19,6 @@ import re
 import sys
 import tempfile
 import time
-import types
 
 import numpy as np
 
@@ -33,10 +32,10 @@ DATA = os.path.join(os.path.dirname(__file__), '..', '..', 'shared', 'data', 'to
 
 def load(perflogs):
     from postprocess.history import inputs
-    args = types.SimpleNamespace(perflogs=[perflogs], db=None, system=None, date_from=None,
-                                 date_to=None, store=None, this_run=None)
-    history = inputs.load_history(args)
-    inputs.flush_warnings()
+    from postprocess.history.query import HistoryQuery
+    history, warnings = inputs.load_history(HistoryQuery(perflogs=(perflogs,)))
+    for line in warnings:
+        print(line, file=sys.stderr)
     return history
 
 
@@ -62,14 +61,12 @@ def _acceptance(f, at):
 def judge_partition(history, system, partition, options, accepted=None):
     """Every night's findings of one platform, acceptances made as a site would (appended to
     ``accepted`` when given)."""
-    from postprocess.accept.apply import matches
-    from postprocess.detect.suite import detect
+    from postprocess.detect.judging import judge
     made = accepted
     acceptances, done, start = [], set(), None
     findings = []
     while True:
-        new = [f for f in detect(history, acceptances=acceptances, matches=matches,
-                                 nights_from=start, **options)
+        new = [f for f in judge(history, acceptances, settings=options, nights_from=start).findings
                if f['system'] == system and f['partition'] == partition]
         findings = [f for f in findings if start is None or f['night'] < start] + new
         nights = sorted({f['night'] for f in findings})
@@ -294,7 +291,7 @@ def bounds(history):
 
 
 def main(argv=None):
-    from postprocess.detect.cli import settings
+    from postprocess.detect.options import parse
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--data', default=DATA, help='the TOKIO-ABC directory (default: %(default)s)')
     p.add_argument('--perflogs', help='judge this perflog tree instead of TOKIO-ABC')
@@ -306,7 +303,7 @@ def main(argv=None):
     p.add_argument('--set', action='append', default=[], metavar='NAME=VALUE',
                    help='a detection setting (postprocess/detect/options.py)')
     args = p.parse_args(argv)
-    options = settings(args)
+    options = parse(args.set)
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         perflogs = args.perflogs

@@ -129,11 +129,11 @@ def test_report_bad_input_one_line_nothing_written(tmp_path, args, message):
 def test_report_with_findings_does_not_detect_and_circles_the_nights_since_a_change(tmp_path):
     """The nightly report reuses detect's JSON (no second detection: what made warm reports slow);
     a change that persists circles every night since it began, as detection night by night."""
-    from postprocess.cli import build_parser
     from postprocess.history import inputs
+    from postprocess.history.query import HistoryQuery
     from postprocess.report.build import flags_from_findings
     findings = synthetic_findings(tmp_path)          # each series' latest night
-    history = inputs.load_history(build_parser().parse_args(['ingest', '--perflogs', str(SYNTH)]))
+    history, _ = inputs.load_history(HistoryQuery(perflogs=(str(SYNTH),)))
     flagged = next(f for f in findings if f['status'] == 'regression' and f['scope'] == 'series')
     nights = sorted({s['night'] for s in history.sessions})
     planted = next(f for f in findings if f['status'] == 'ok' and f['scope'] == 'series'
@@ -163,13 +163,11 @@ def test_report_with_findings_does_not_detect_and_circles_the_nights_since_a_cha
 def test_interactive_history_shows_the_perflog_reference_band(tmp_path):
     """The interactive figure replaces the series' PNG, so it carries the PNG's reference band:
     the latest perflog reference of the series, shaded from ref*(1+lower) to ref*(1+upper)."""
-    import argparse
     from bokeh.models import BoxAnnotation, Span
     from postprocess.history import inputs
+    from postprocess.history.query import HistoryQuery
     from postprocess.report import interactive
-    parser = argparse.ArgumentParser()
-    inputs.add_history_args(parser)
-    history = inputs.load_history(parser.parse_args(['--perflogs', str(SYNTH)]))
+    history, _ = inputs.load_history(HistoryQuery(perflogs=(str(SYNTH),)))
     bands = history.reference_bands()
     (kid, phase), (low, high, ref) = next(iter(sorted(bands.items())))
     assert low < ref and (high is None or high > ref)
@@ -189,12 +187,10 @@ def test_interactive_history_shows_the_perflog_reference_band(tmp_path):
 
 
 def test_history_figures_flagged_first_then_the_series_that_moved_most():
-    import argparse
     from postprocess.history import inputs
+    from postprocess.history.query import HistoryQuery
     from postprocess.report import plots
-    parser = argparse.ArgumentParser()
-    inputs.add_history_args(parser)
-    history = inputs.load_history(parser.parse_args(['--perflogs', str(SYNTH)]))
+    history, _ = inputs.load_history(HistoryQuery(perflogs=(str(SYNTH),)))
     series = sorted(history.groups())
     assert len(series) >= 5
 

@@ -15,6 +15,7 @@ import pytest
 from postprocess.cli import build_parser
 from postprocess.detect.suite import detect
 from postprocess.history import inputs
+from postprocess.history.cli import query_of
 
 REPO = Path(__file__).resolve().parent.parent
 SYNTH = REPO / 'tests' / 'fixtures' / 'perflogs' / 'synthetic'
@@ -27,9 +28,8 @@ def pp(*args):
 
 
 def load(*argv, nights=None):
-    inputs.PENDING.clear()
-    return inputs.load_history(build_parser().parse_args(['ingest', *map(str, argv)]),
-                               last_nights=nights)
+    query = query_of(build_parser().parse_args(['ingest', *map(str, argv)]))
+    return inputs.load_history(query, last_nights=nights)[0]
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Acceptances as the verdict applies them: which series a record names (``matches``), the
-records of the results trees a command reads (``for_args``), and the findings they mark. The
+records of the results trees a history query reads (``for_query``), and the findings they mark. The
 verdict judges an accepted series from its accepted night on, from the night the acceptance was
 recorded (postprocess/detect/levels.py attach_acceptances)."""
 import os
@@ -24,15 +24,14 @@ def matches(rec, system, partition, check, params):
     return any(p.search(text) for p in pats)
 
 
-def for_args(args):
-    """Active acceptances of the results trees behind the history arguments: the parent of
-    ``--store`` (<results>/store), of each ``--perflogs`` (its nearest ``perflogs`` directory) and
-    of ``--db`` (<results>/reframe.db)."""
-    trees = [os.path.dirname(os.path.abspath(args.store.rstrip(os.sep)))] \
-        if getattr(args, 'store', None) else []
-    trees += [store.results_of(p) for p in getattr(args, 'perflogs', None) or []]
-    if getattr(args, 'db', None):
-        trees.append(os.path.dirname(os.path.abspath(args.db)))
+def for_query(query):
+    """Active acceptances of the results trees behind a HistoryQuery: the parent of its store
+    (<results>/store), of each perflogs root (its nearest ``perflogs`` directory) and of its DB
+    (<results>/reframe.db)."""
+    trees = [os.path.dirname(os.path.abspath(query.store.rstrip(os.sep)))] if query.store else []
+    trees += [store.results_of(p) for p in query.perflogs]
+    if query.db:
+        trees.append(os.path.dirname(os.path.abspath(query.db)))
     seen, out = set(), []
     for results in trees:
         if results in seen:

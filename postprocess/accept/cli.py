@@ -5,13 +5,12 @@
     python -m postprocess accept --list [--system S] [--results DIR]
     python -m postprocess accept --undo ID --reason "..." [--results DIR]
 """
-import argparse
 import os
 import re
 
 import ioregress_env
 from postprocess.common.errors import UsageError
-from postprocess.history.inputs import iso_date
+from postprocess.history.cli import iso_date, print_warnings
 
 
 def register(subparsers):
@@ -46,16 +45,17 @@ def _history_args(results):
     if not os.path.isdir(perflogs):
         raise UsageError(f"no results store and no perflogs directory in the results tree "
                          f"'{results}'")
-    return {'store': None, 'perflogs': [perflogs]}
+    return {'store': None, 'perflogs': (perflogs,)}
 
 
 def _series_on(results, system, since):
-    """Keys of the system's series on the night ``since`` (a usage error if it has none)."""
+    """(keys of the system's series on the night ``since`` (a usage error if it has none),
+    warnings)."""
     from postprocess.history import inputs
-    ns = argparse.Namespace(db=None, system=system, date_from=since, date_to=since,
-                            this_run=None, **_history_args(results))
-    history = inputs.load_history(ns)
-    return [history.keys[kid] for kid in sorted({int(k) for k in history.col['key']})]
+    from postprocess.history.query import HistoryQuery
+    query = HistoryQuery(system=system, date_from=since, date_to=since, **_history_args(results))
+    history, warnings = inputs.load_history(query)
+    return [history.keys[kid] for kid in sorted({int(k) for k in history.col['key']})], warnings
 
 
 def run(args):
@@ -88,12 +88,13 @@ def run(args):
             raise UsageError(f"bad --check regular expression '{regex}': {err}") from None
     rec = {'action': 'accept', 'system': args.system, 'partition': args.partition,
            'checks': args.check, 'since': args.since, 'reason': args.reason.strip()}
-    keys = [k for k in _series_on(results, args.system, args.since)
-            if apply.matches(rec, k[0], k[1], k[3], k[4])]
+    on_night, warnings = _series_on(results, args.system, args.since)
+    keys = [k for k in on_night if apply.matches(rec, k[0], k[1], k[3], k[4])]
     if not keys:
         raise UsageError(f"no series of '{args.system}' on {args.since} matches "
                          f"{' '.join(args.check) or 'the partition'}")
     rec = store.append(results, rec)
     print(f'accepted {rec["id"]}: {len(keys)} series of {args.system} re-baselined from '
           f'{args.since} ({rec["reason"]})')
+    print_warnings(warnings)
     return 0

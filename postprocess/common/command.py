@@ -24,9 +24,7 @@ def execute(func, args, prefix):
     # atomic outputs are removed and the previous outputs stay whole.
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        status = func(args) or 0
-        _flush_warnings()
-        return status
+        return func(args) or 0
     except UsageError as err:
         return _fail(prefix, err, 2)
     except KeyboardInterrupt:
@@ -48,13 +46,6 @@ def execute(func, args, prefix):
             raise
         return _fail(prefix, f'internal error {type(err).__name__}: {err} '
                              f'(IOREGRESS_DEBUG=1 shows the traceback)', 1)
-
-
-def _flush_warnings():
-    """Warnings about input lines, held back until the command succeeded (history/inputs.py)."""
-    inputs = sys.modules.get('postprocess.history.inputs')
-    if inputs is not None:
-        inputs.flush_warnings()
 
 
 class Terminated(BaseException):

@@ -19,6 +19,7 @@ import sys
 from postprocess.common import atomic
 from postprocess.common.errors import UsageError
 from postprocess.history import inputs
+from postprocess.history.cli import add_history_args, print_warnings, query_of
 
 AFTER = '~after'
 #: statuses that are no judgement: the series is not told apart from its history
@@ -33,7 +34,7 @@ def register(subparsers):
     p = subparsers.add_parser('compare', help='judge every series of --after sessions against '
                                               '--before sessions (exit 3 on a regression, 4 '
                                               'when it cannot tell)')
-    inputs.add_history_args(p)
+    add_history_args(p)
     p.add_argument('--before', required=True, metavar='SEL',
                    help='FROM..TO nights, one night, note:TEXT or session:TEXT')
     p.add_argument('--after', required=True, metavar='SEL', help='as --before')
@@ -44,7 +45,7 @@ def register(subparsers):
 def judge(runs, before_sel, after_sel):
     """(findings of the after night, before nights, after sessions) from session-assigned runs."""
     from postprocess.compare import select
-    from postprocess.detect.suite import compare_sides
+    from postprocess.detect import judging
     from postprocess.history.store import History, assign_sessions
     assign_sessions(runs)
     before = select.sessions(runs, before_sel)
@@ -65,8 +66,8 @@ def judge(runs, before_sel, after_sel):
         if s['id'] in after:
             s['night'] = labels[s['night']]
     label = max(labels.values())
-    found = compare_sides(history, set(labels.values()))
-    found = [f for f in found if f['night'] == label]
+    found = judging.judge(history, after_nights=set(labels.values()),
+                          show=lambda judged: [f for f in judged if f['night'] == label]).shown
     _changed(found, runs, before, after)
     return found, nights, sorted(after)
 
@@ -106,7 +107,7 @@ def _fmt(v, spec):
 
 
 def run(args):
-    runs = inputs.load_runs(args)
+    runs, warnings = inputs.load_runs(query_of(args))
     try:
         findings, nights, after = judge(list(runs), args.before, args.after)
     except CannotTell as err:
@@ -115,6 +116,7 @@ def run(args):
             atomic.write_text(args.json, json.dumps(
                 {'schema': 'ioregress-compare/1', 'before': args.before, 'after': args.after,
                  'status': 'cannot tell', 'exit': 4, 'reason': str(err)}, indent=1) + '\n')
+        print_warnings(warnings)
         return 4
     findings.sort(key=lambda f: (f['status'] != 'regression', f.get('scope') != 'system',
                                  f['check'], f['params'], f['phase']))
@@ -145,4 +147,5 @@ def run(args):
         atomic.write_text(args.json, json.dumps(doc, indent=1, default=str) + '\n')
     print(f'{len(findings)} series, {len(regressions)} regression(s), {len(unjudged)} not '
           f'judged (too little history): {status}')
+    print_warnings(warnings)
     return doc['exit']

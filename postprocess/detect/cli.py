@@ -6,19 +6,21 @@ import json
 import os
 import sys
 
+from postprocess.accept import apply as accepted
 from postprocess.common import atomic
 from postprocess.common.errors import UsageError
 from postprocess.common.findings import group_label, is_many
 from postprocess.common.jsonfile import read_json
 from postprocess.common.units import value_unit
+from postprocess.detect import judging, options
 from postprocess.detect.options import DEFAULTS
-from postprocess.history import inputs
+from postprocess.history.cli import add_history_args, print_warnings, query_of
 
 
 def register(subparsers):
     p = subparsers.add_parser('detect', help='judge every series and group night by night: '
                                              'steps (red), degraded levels, noisy nights')
-    inputs.add_history_args(p)
+    add_history_args(p)
     p.add_argument('--value', choices=['bw_MiBps', 'efficiency'], default='bw_MiBps',
                    help='judge bandwidth, or bandwidth / same-night fio baseline')
     p.add_argument('--all-nights', action='store_true',
@@ -46,7 +48,7 @@ def register(subparsers):
                         '(needs the history and --system)')
     _runs_arg(v)
     _set_arg(v)
-    inputs.add_history_args(v)
+    add_history_args(v)
     v.set_defaults(func=run_verdict)
 
 
@@ -64,19 +66,7 @@ def _set_arg(p):
 
 def settings(args):
     """{name: value} of --set NAME=VALUE (bad usage: one line)."""
-    out = {}
-    for item in args.set:
-        name, sep, text = item.partition('=')
-        if not sep or name not in DEFAULTS:
-            raise UsageError(f"unknown setting '{item}' (known: {', '.join(sorted(DEFAULTS))})")
-        kind = type(DEFAULTS[name])
-        try:
-            out[name] = kind(text)
-        except ValueError:
-            raise UsageError(f"bad value for {name}: '{text}' (a {kind.__name__})") from None
-        if not out[name] > 0:
-            raise UsageError(f"{name} must be positive: '{text}'")
-    return out
+    return options.parse(args.set)
 
 
 def rerun_records(runs_dir, exclude=None):
@@ -91,42 +81,23 @@ def rerun_records(runs_dir, exclude=None):
     return runs
 
 
-def judge(args, history, extra_reruns=(), exclude=None):
-    """detect's findings (latest night of each series unless --all-nights) of ``history``;
-    ``extra_reruns``: re-run records besides those under --runs (but ``exclude``)."""
-    from postprocess.accept import apply as accepted
-    from postprocess.detect.levels import read_reruns
-    from postprocess.detect.suite import detect
-    records = (rerun_records(args.runs, exclude) if args.runs else []) + list(extra_reruns)
-    reruns = read_reruns(history, records) if records else None
-    acceptances = accepted.for_args(args)
-    findings = detect(history, value=getattr(args, 'value', 'bw_MiBps'),
-                      latest_only=not getattr(args, 'all_nights', False),
-                      acceptances=acceptances, reruns=reruns, matches=accepted.matches,
-                      **settings(args))
-    accepted.mark(findings, acceptances)
-    return findings
-
-
-def _history(args):
-    from postprocess.detect.rules import lookback
-    opt = dict(DEFAULTS)
-    opt.update(settings(args))
-    all_nights = getattr(args, 'all_nights', False)
-    return inputs.load_history(args, last_nights=None if all_nights else lookback(opt))
+def _reruns(args, extra=(), exclude=None):
+    """Re-run records under --runs (but ``exclude``), and ``extra`` ones."""
+    return (rerun_records(args.runs, exclude) if args.runs else []) + list(extra)
 
 
 def run(args):
-    history = _history(args)
-    findings = judge(args, history)
+    query, opts = query_of(args), settings(args)
+    history, warnings = judging.history_to_judge(query, opts, args.all_nights)
+    # what changed since the last good night (postprocess/why/), and the machine's state (the
+    # history table's column), of each finding shown
+    findings, shown = judging.judge(
+        history, accepted.for_query(query), settings=opts, reruns=_reruns(args),
+        value=args.value, latest_only=not args.all_nights,
+        show=None if args.all_nights else latest_per_series, why=True, state=True)
     if args.value == 'efficiency' and not findings:
         print('warning: no efficiency values: no fio baseline runs (backend=fio) in these '
               'sessions', file=sys.stderr)
-    shown = findings if args.all_nights else latest_per_series(findings)
-    # what changed since the last good night, per flagged finding (postprocess/why/)
-    from postprocess.why import annotate, state
-    annotate.add_why_from_args(shown, args, history)
-    state.add_state(shown, history)         # machine state per finding's night (history table)
     for f in shown:
         print(format_finding(f))
         if f.get('why'):
@@ -135,19 +106,20 @@ def run(args):
         atomic.write_text(args.json, json.dumps(findings, indent=1, default=str) + '\n')
     regressions = sum(f['status'] == 'regression' for f in shown)
     print(f'{len(shown)} findings, {regressions} regression(s)', file=sys.stderr)
+    print_warnings(warnings)
     return 1 if regressions else 0
 
 
 def run_verdict(args):
     from postprocess.detect import verdict
     from postprocess.history.perflog import read_perflogs
-    settings(args)                      # bad usage before anything is read
+    opts = settings(args)               # bad usage before anything is read
     findings = read_json(args.detect, 'detect JSON')
     report = read_json(args.report, 'ReFrame report')
     if not isinstance(findings, list) or not isinstance(report, dict):
         raise UsageError(f"unexpected content in '{args.detect}' or '{args.report}'")
     tonight = verdict.scope_tonight(findings, report)
-    stage = 'none'
+    stage, warnings = 'none', []
     if args.confirm_perflogs:
         if not (args.perflogs or args.store or args.db) or not args.system:
             raise UsageError('--confirm-perflogs needs the history (--store DIR, --perflogs DIR '
@@ -157,8 +129,12 @@ def run_verdict(args):
         tonight_runs, diag = read_perflogs(args.confirm_perflogs)
         for message in diag:
             print(f'warning: {message}', file=sys.stderr)
-        again = judge(args, _history(args), [r for r in tonight_runs if r['system'] == args.system],
-                      exclude=args.confirm_perflogs)
+        query = query_of(args)
+        history, warnings = judging.history_to_judge(query, opts)
+        again = judging.judge(history, accepted.for_query(query), settings=opts,
+                              reruns=_reruns(args, [r for r in tonight_runs
+                                                    if r['system'] == args.system],
+                                             exclude=args.confirm_perflogs)).findings
         tonight = verdict.confirm(tonight, again)
         stage = 'done'
     elif any(verdict.wants_rerun(f) for f in tonight):
@@ -177,6 +153,7 @@ def run_verdict(args):
     print(f'nightly verdict: {doc["status"]} ({doc["regressions"]} regression(s), '
           f'{doc["degraded"]} degraded, {doc["noisy"]} noisy, {doc["judged"]} judged; '
           f'confirmation {stage})')
+    print_warnings(warnings)
     return doc['exit']
 
 

@@ -3,6 +3,7 @@
 In a module of their own so that the command line, the report and the benches can read them
 without importing the statistics. ``detect --set NAME=VALUE`` overrides one for a trial.
 """
+from postprocess.common.errors import UsageError
 
 DEFAULTS = {
     # The usual level of a night: the median of the `window` measured nights before the run of
@@ -63,3 +64,20 @@ def with_overrides(options):
         raise TypeError(f'unknown detection option(s): {sorted(unknown)}')
     opt.update({k: v for k, v in options.items() if v is not None})
     return opt
+
+
+def parse(items):
+    """{name: value} of ``--set NAME=VALUE`` items (bad usage: one line)."""
+    out = {}
+    for item in items:
+        name, sep, text = item.partition('=')
+        if not sep or name not in DEFAULTS:
+            raise UsageError(f"unknown setting '{item}' (known: {', '.join(sorted(DEFAULTS))})")
+        kind = type(DEFAULTS[name])
+        try:
+            out[name] = kind(text)
+        except ValueError:
+            raise UsageError(f"bad value for {name}: '{text}' (a {kind.__name__})") from None
+        if not out[name] > 0:
+            raise UsageError(f"{name} must be positive: '{text}'")
+    return out

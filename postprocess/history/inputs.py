@@ -1,16 +1,14 @@
-"""Shared command-line inputs: where history comes from and which part of it to use.
+"""Where history comes from and which part of it is used: a HistoryQuery (history/query.py) read.
 
 History comes from the results store (``--store``, history/store.py), and, for a site without one
 yet or a one-off look, from perflogs (``--perflogs``) and ReFrame's results DB (``--db``). All of
 them become store rows (the perflogs' and the DB's through history/parse.py), one SQL relation
 that the selection (system, dates, the last N nights) and History are made from. A run found in
-two sources counts once (the store's, then the DB's, then a perflog's).
+two sources counts once (the store's, then the DB's, then a perflog's). Warnings about the
+input are returned with what was read, for the command to print after its work.
 """
-import datetime
 import os
-import sys
 
-import ioregress_env
 from postprocess.common.errors import UsageError
 from postprocess.common.names import check_name
 from postprocess.history import engine, parse, perflog, reports, store
@@ -19,83 +17,52 @@ MAX_WARNINGS = 30
 COMPLETE, INCOMPLETE = 'COMPLETE', 'INCOMPLETE'     # a nightly run directory's marks
 
 
-def add_history_args(parser, system_required=False):
-    parser.add_argument('--store', metavar='DIR', default=ioregress_env.get('IOREGRESS_STORE'),
-                        help='results store: <results>/store (default: $IOREGRESS_STORE)')
-    parser.add_argument('--perflogs', action='append', default=[], metavar='DIR',
-                        help='perflog directory or file (repeatable); *.log and rotated *.log.h<N>')
-    parser.add_argument('--db', metavar='FILE', help="ReFrame results DB (storage.enable, sqlite)")
-    parser.add_argument('--system', required=system_required, help='only runs of this system')
-    parser.add_argument('--from', dest='date_from', type=iso_date, metavar='YYYY-MM-DD')
-    parser.add_argument('--to', dest='date_to', type=iso_date, metavar='YYYY-MM-DD')
-    parser.add_argument('--this-run', metavar='RUN_DIR',
-                        default=ioregress_env.get('IOREGRESS_THIS_RUN'),
-                        help="the nightly run directory asking: its report.json's runs count "
-                             'with the store although not in it yet (default: $IOREGRESS_THIS_RUN)')
-
-
-def iso_date(text):
-    try:
-        return datetime.date.fromisoformat(text).isoformat()
-    except ValueError:
-        import argparse
-        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): '{text}'") from None
-
-
-def check_args(args):
+def check(query):
     """Usage errors common to every history command (one line each, exit 2)."""
-    store_dir = getattr(args, 'store', None)
-    if not args.perflogs and not args.db and not store_dir:
+    store_dir = query.store
+    if not query.perflogs and not query.db and not store_dir:
         raise UsageError('give --perflogs DIR, --db FILE and/or --store DIR')
-    if args.system is not None:
-        check_name('system', args.system)
-    for path in args.perflogs + ([args.db] if args.db else []):
+    if query.system is not None:
+        check_name('system', query.system)
+    for path in list(query.perflogs) + ([query.db] if query.db else []):
         if not os.path.exists(path):
             raise UsageError(f"no such file or directory '{path}'")
         if not os.access(path, os.R_OK):
             raise UsageError(f"cannot read '{path}': permission denied")
-    if args.db and not os.path.isfile(args.db):
-        raise UsageError(f"not a file: --db '{args.db}'")
+    if query.db and not os.path.isfile(query.db):
+        raise UsageError(f"not a file: --db '{query.db}'")
     if store_dir and os.path.exists(store_dir) and not os.path.isdir(store_dir):
         raise UsageError(f"not a directory: --store '{store_dir}'")
-    if args.date_from and args.date_to and args.date_from > args.date_to:
-        raise UsageError(f"--from '{args.date_from}' is after --to '{args.date_to}'")
-    if args.this_run and not os.path.isdir(args.this_run):
-        raise UsageError(f"no such run directory: --this-run '{args.this_run}'")
+    if query.date_from and query.date_to and query.date_from > query.date_to:
+        raise UsageError(f"--from '{query.date_from}' is after --to '{query.date_to}'")
+    if query.this_run and not os.path.isdir(query.this_run):
+        raise UsageError(f"no such run directory: --this-run '{query.this_run}'")
 
 
-# Warnings about input lines wait here until the command has done its work (common/command.py
-# prints them then): a command that fails says so in one line, not after 30 lines of warnings.
-PENDING = []
-
-
-def flush_warnings(stream=None):
-    stream = stream or sys.stderr
-    for line in PENDING:
-        print(line, file=stream)
-    PENDING.clear()
-
-
-def _report(diag):
-    PENDING.extend(f'warning: {message}' for message in diag[:MAX_WARNINGS])
+def diag_warnings(diag):
+    """The warning lines of a reading's diagnostics (the first MAX_WARNINGS, then a count). A
+    command prints them after its work: one that fails says so in one line, not after 30 lines
+    of warnings."""
+    out = [f'warning: {message}' for message in diag[:MAX_WARNINGS]]
     if len(diag) > MAX_WARNINGS:
-        PENDING.append(f'warning: ... and {len(diag) - MAX_WARNINGS} more problems like these')
+        out.append(f'warning: ... and {len(diag) - MAX_WARNINGS} more problems like these')
+    return out
 
 
-def _no_lines(args, diag=()):
+def _no_lines(query, diag=()):
     """Input that holds no perflog line at all is an error, not an empty success."""
-    where = ', '.join(f"'{p}'" for p in args.perflogs)
-    files = [f for p in args.perflogs for f in perflog.find_perflogs(p)]
+    where = ', '.join(f"'{p}'" for p in query.perflogs)
+    files = [f for p in query.perflogs for f in perflog.find_perflogs(p)]
     if not files:
         return UsageError(f'no perflog files (*.log, *.log.h<N>) in {where}')
     first = f'; first problem: {diag[0]}' if diag else ''
     return UsageError(f'no perflog line with a measurement in {where} ({len(files)} files{first})')
 
 
-def _empty_selection(args, systems):
-    what = [f"system '{args.system}'"] if args.system else []
-    if args.date_from or args.date_to:
-        what.append(f"dates {args.date_from or '...'}..{args.date_to or '...'}")
+def _empty_selection(query, systems):
+    what = [f"system '{query.system}'"] if query.system else []
+    if query.date_from or query.date_to:
+        what.append(f"dates {query.date_from or '...'}..{query.date_to or '...'}")
     known = ', '.join(sorted(systems)[:10])
     return UsageError(f"no runs of {' and '.join(what) or 'the selection'} in the history "
                       f"(systems there: {known})")
@@ -120,36 +87,37 @@ def db_rows(path):
     return rows
 
 
-def this_run_rows(run_dir):
-    """case_rows of the asking nightly's report.json ([] when there is none yet)."""
+def this_run_rows(run_dir, warnings):
+    """case_rows of the asking nightly's report.json ([] when there is none yet, a line on
+    ``warnings`` when it cannot be read)."""
     path = os.path.join(run_dir, 'report.json')
     try:
         return reports.read_report(path)
     except (OSError, ValueError) as err:
-        PENDING.append(f"warning: this run's report '{path}' not read ({err})")
+        warnings.append(f"warning: this run's report '{path}' not read ({err})")
         return []
 
 
-def source_rows(args, diag, this_run=True, kind='TABLE'):
+def source_rows(query, diag, warnings, kind='TABLE'):
     """A table of the engine with store rows of the non-store sources (perflogs, DB, this run),
-    a run found in several counted once; None when there is none. ``kind='VIEW'``: a view, for
+    a run found in several counted once; None when there is none. Notes go on ``warnings``. ``kind='VIEW'``: a view, for
     a caller that reads the rows once (import: 10^7 rows streamed to Parquet, not kept)."""
     con = engine.connect()
     texts = []          # (table, priority)
-    if args.db:
-        rows = db_rows(args.db)
-        if not rows and not args.perflogs and not getattr(args, 'store', None):
-            raise UsageError(f"no runs in the ReFrame results database '{args.db}'")
-        incomplete = _incomplete_dirs(rows, args.this_run)
+    if query.db:
+        rows = db_rows(query.db)
+        if not rows and not query.perflogs and not query.store:
+            raise UsageError(f"no runs in the ReFrame results database '{query.db}'")
+        incomplete = _incomplete_dirs(rows, query.this_run)
         if incomplete:
             rows = [r for r in rows if r['session_dir'] not in incomplete]
-            PENDING.append(f'note: {len(incomplete)} results-DB sessions of nightly runs that did '
+            warnings.append(f'note: {len(incomplete)} results-DB sessions of nightly runs that did '
                            f'not complete (no COMPLETE in their run directory) not counted')
         texts.append((reports.text_table(rows), 1))
-    if this_run and args.this_run and getattr(args, 'store', None):
-        texts.append((reports.text_table(this_run_rows(args.this_run)), 0))
-    if args.perflogs:
-        texts.append((perflog.text_runs(args.perflogs, diag), 2))
+    if query.this_run and query.store:
+        texts.append((reports.text_table(this_run_rows(query.this_run, warnings)), 0))
+    if query.perflogs:
+        texts.append((perflog.text_runs(query.perflogs, diag), 2))
     if not texts:
         return None
     if len(texts) == 1:
@@ -166,22 +134,23 @@ def source_rows(args, diag, this_run=True, kind='TABLE'):
                 ORDER BY prio, run_id) = 1''')
     runs, reps = parse.parse(union)
     diag.extend(parse.diagnostics(union, runs))
-    if args.perflogs and not con.execute(f'SELECT count(*) FROM {runs}').fetchone()[0] \
-            and not args.db and not getattr(args, 'store', None):
-        raise _no_lines(args, diag)
+    if query.perflogs and not con.execute(f'SELECT count(*) FROM {runs}').fetchone()[0] \
+            and not query.db and not query.store:
+        raise _no_lines(query, diag)
     rows = engine.temp_name('source_rows')
     con.execute(f'CREATE TEMP {kind} {rows} AS {store.rows_sql(runs, reps, "")}')
     return rows
 
 
-def selected_rows(args, last_nights=None):
-    """A table of the engine: the store rows the history arguments select (see module doc)."""
-    check_args(args)
+def selected_rows(query, last_nights=None):
+    """(a table of the engine: the store rows the query selects (see module doc), warnings)."""
+    check(query)
     con = engine.connect()
     diag = perflog.Diagnostics()
-    extra = source_rows(args, diag)
+    warnings = []
+    extra = source_rows(query, diag, warnings)
     parts = []
-    paths = store.files(args.store) if getattr(args, 'store', None) else []
+    paths = store.files(query.store) if query.store else []
     if paths:
         parts.append(f'SELECT * FROM {store.scan_sql(paths)}')
     if extra:
@@ -194,19 +163,19 @@ def selected_rows(args, last_nights=None):
         else:
             parts.append(f'SELECT * FROM {extra}')
     if not parts:
-        if getattr(args, 'store', None) and not args.perflogs and not args.db:
-            raise UsageError(f"no history in the store '{args.store}' (no Parquet file yet: "
+        if query.store and not query.perflogs and not query.db:
+            raise UsageError(f"no history in the store '{query.store}' (no Parquet file yet: "
                              f"`python -m postprocess import` makes one from perflogs)")
         parts.append(store.empty_rows_sql())
     every = engine.temp_name('all_rows')
     con.execute(f'CREATE TEMP VIEW {every} AS ' + ' UNION ALL BY NAME '.join(parts))
     chosen = engine.temp_name('chosen_rows')
-    cond = row_filter(args)
+    cond = row_filter(query)
     if not con.execute(f'SELECT count(*) FROM {every}').fetchone()[0]:
         raise UsageError('no runs in the history')
     if not con.execute(f'SELECT count(*) FROM {every} WHERE {cond}').fetchone()[0]:
         systems = [s for (s,) in con.execute(f'SELECT DISTINCT system FROM {every}').fetchall()]
-        raise _empty_selection(args, systems)
+        raise _empty_selection(query, systems)
     if last_nights:
         # each system's first night kept (none: a system without a measured night), then the rows
         # by literal bounds: they reach the Parquet reader, which skips the row groups of older
@@ -225,31 +194,33 @@ def selected_rows(args, last_nights=None):
                     f'AND ({recent})')
     else:
         con.execute(f'CREATE TEMP TABLE {chosen} AS SELECT * FROM {every} WHERE {cond}')
-    _report(diag)               # after the usage errors: those stay one line
-    return chosen
+    # after the usage errors: those stay one line
+    return chosen, warnings + diag_warnings(diag)
 
 
-def row_filter(args):
+def row_filter(query):
     """SQL condition on store rows: --system, and the run's local completion date in
     [--from, --to]."""
     where = []
-    if args.system:
-        where.append(f'system = {engine.quote(args.system)}')
+    if query.system:
+        where.append(f'system = {engine.quote(query.system)}')
     day = 'CAST(local_ts(epoch(time), utc_offset) AS DATE)'
-    if args.date_from:
-        where.append(f"{day} >= DATE {engine.quote(args.date_from)}")
-    if args.date_to:
-        where.append(f"{day} <= DATE {engine.quote(args.date_to)}")
+    if query.date_from:
+        where.append(f"{day} >= DATE {engine.quote(query.date_from)}")
+    if query.date_to:
+        where.append(f"{day} <= DATE {engine.quote(query.date_to)}")
     return ' AND '.join(where) or 'true'
 
 
-def load_history(args, last_nights=None):
-    """The History the arguments select. ``last_nights``: only each system's last N nights
-    (whole sessions: a session's night is its start's): what a nightly judges and shows,
-    without reading years of repetitions."""
-    return store.history_of_rows(selected_rows(args, last_nights))
+def load_history(query, last_nights=None):
+    """(the History the query selects, its warnings). ``last_nights``: only each system's last
+    N nights (whole sessions: a session's night is its start's): what a nightly judges and
+    shows, without reading years of repetitions."""
+    rows, warnings = selected_rows(query, last_nights)
+    return store.history_of_rows(rows), warnings
 
 
-def load_runs(args):
-    """Run records selected by the history arguments (with provenance), oldest first."""
-    return list(load_history(args).runs)
+def load_runs(query):
+    """(run records the query selects (with provenance), oldest first; warnings)."""
+    history, warnings = load_history(query)
+    return list(history.runs), warnings

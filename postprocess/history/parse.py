@@ -146,17 +146,6 @@ def diagnostics(text, runs):
     return [f'{source}: {message}' for source, message in con.execute(sql).fetchall()]
 
 
-def parse_params(text):
-    """``backend=mpiio,mode=collective,...`` -> dict (values kept as strings)."""
-    params = {}
-    for item in filter(None, text.split(',')):
-        key, sep, value = item.partition('=')
-        if not sep or not key:
-            raise ValueError(f'iob_params item without key=value: {item!r}')
-        params[key.strip()] = value.strip()
-    return params
-
-
 def records(runs, reps, where=''):
     """Run records (dicts: time, key fields, param_dict, jobid, result, reps, perf,
     provenance, reframe, session, session_start, source) of the parsed tables, oldest first."""

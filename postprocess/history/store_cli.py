@@ -1,16 +1,18 @@
 """``import``: the results store from a site's perflogs and ReFrame results DB; ``store-run``: a
 completed nightly's runs into the store (ci/nightly.sh, its last step). docs/operations.md."""
+import dataclasses
 import os
 import sys
 
 from postprocess.common.errors import UsageError
 from postprocess.history import engine, inputs, perflog, store
+from postprocess.history.cli import add_history_args, print_warnings, query_of
 
 
 def register(subparsers):
     p = subparsers.add_parser('import', help="results store <- a site's perflogs and results DB "
                                              '(run it again: what the same sources gave is replaced)')
-    inputs.add_history_args(p)
+    add_history_args(p)
     p.set_defaults(func=run_import)
     r = subparsers.add_parser('store-run', help="a completed nightly's runs (RUN/report.json) "
                                                 'into the results store')
@@ -30,16 +32,17 @@ def run_import(args):
     if not args.perflogs and not args.db:
         raise UsageError('give --perflogs DIR and/or --db FILE')
     target = args.store or default_store(args)
-    args.store = None                   # the store is the output here, not a source
-    args.this_run = None
-    inputs.check_args(args)
+    # the store is the output here, not a source
+    query = dataclasses.replace(query_of(args), store=None, this_run=None)
+    inputs.check(query)
     if os.path.exists(target) and not os.path.isdir(target):
         raise UsageError(f"not a directory: --store '{target}'")
     diag = perflog.Diagnostics()
-    rows = inputs.source_rows(args, diag, this_run=False, kind='VIEW')
+    warnings = []
+    rows = inputs.source_rows(query, diag, warnings, kind='VIEW')
     con = engine.connect()
     name = f'import-{store.source_id(*args.perflogs, *([args.db] if args.db else []))}'
-    where = inputs.row_filter(args)
+    where = inputs.row_filter(query)
     # runs the store holds already (nightlies, other imports) are not added twice; this import's
     # own earlier files are replaced whole, so what they hold is not "already there"
     others = [p for p in store.files(target) if not os.path.basename(p).startswith(name)]
@@ -54,8 +57,8 @@ def run_import(args):
                          f" that '{target}' does not hold already")
     nruns, nrows = con.execute(f'SELECT count(DISTINCT testcase), count(*) FROM '
                                f'{store.scan_sql(written)}').fetchone()
-    inputs._report(diag)
     print(f'{nruns} runs, {nrows} rows -> {len(written)} files in {target}')
+    print_warnings(warnings + inputs.diag_warnings(diag))
     return 0
 
 

@@ -6,6 +6,7 @@ from contract import reference_file
 from postprocess.common.errors import UsageError
 from postprocess.common.names import check_name
 from postprocess.history import inputs
+from postprocess.history.cli import add_history_args, print_warnings, query_of
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -13,7 +14,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def register(subparsers):
     p = subparsers.add_parser('calibrate', help='references (median, tolerance from spread) from '
                                                 'history -> configs/references/<system>.yaml')
-    inputs.add_history_args(p, system_required=True)
+    add_history_args(p, system_required=True)
     p.add_argument('--overwrite', action='store_true', help='replace hand-set entries too')
     p.add_argument('--vars', default='write_bw,read_bw', metavar='V1,V2',
                    help="perf variables to calibrate (default write_bw,read_bw; 'all' = every one)")
@@ -45,7 +46,7 @@ def run(args):
     if variables is not None and not variables:
         raise UsageError(f"--vars names no variable: '{args.vars}'")
     check_existing(path)
-    runs = inputs.load_runs(args)
+    runs, warnings = inputs.load_runs(query_of(args))
     try:
         written, kept = calibrate(runs, path, args.system, overwrite=args.overwrite,
                                   warn=lambda m: print(f'warning: {m}', file=sys.stderr),
@@ -53,6 +54,8 @@ def run(args):
                                   variables=variables)
     except ValueError as err:
         print(f'calibrate: {err}; {path} not changed', file=sys.stderr)
+        print_warnings(warnings)
         return 1
     print(f'{path}: {written} entries calibrated from {len(runs)} runs, {kept} hand-set kept')
+    print_warnings(warnings)
     return 0

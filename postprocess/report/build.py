@@ -108,8 +108,9 @@ def what_ran(history, cases, darshan_rows):
     return text + '.'
 
 
-def build_report(args):
-    """Write args.output/index.html and figures/; returns (page, number of figures, notes)."""
+def build_report(args, query):
+    """Write args.output/index.html and figures/ of the history of ``query`` (a HistoryQuery);
+    returns (page, number of figures, notes, warnings about the input)."""
     outdir = args.output
     figdir = os.path.join(outdir, 'figures')
     # every input is read before anything is written: bad input leaves no partial output
@@ -118,11 +119,11 @@ def build_report(args):
     tonight = verdict.load_verdict(args.verdict) if getattr(args, 'verdict', None) else None
     darshan_rows = verdict.load_darshan_rows(args.darshan_json) if args.darshan_json else []
     # only the nights shown (and judged): years of history are not read into memory
-    history = inputs.load_history(args, last_nights=history_window(args))
+    history, warnings = inputs.load_history(query, last_nights=history_window(args))
     from postprocess.accept import apply as accepted, page as accepted_page   # postprocess/accept/
-    acceptances = accepted.for_args(args)
+    acceptances = accepted.for_query(query)
     from postprocess.why import notes as site_notes     # markers on every history plot
-    night_notes = site_notes.for_args(args, history)
+    night_notes = site_notes.for_history(history)
     os.makedirs(figdir, exist_ok=True)
     notes = []
     if given is None:
@@ -130,20 +131,17 @@ def build_report(args):
         # (tonight's finding: detection is causal), and every night of the series drawn, to
         # circle (the others' earlier nights are not judged: most of a cold report's time).
         # Imported here: scipy.stats alone costs 0.8 s of a report that reuses detect's findings.
-        from postprocess.detect.suite import detect
+        from postprocess.detect import judging
         nights = sorted({s['night'] for s in history.sessions})
 
         def drawn(latest):
             return {history.keys[kid] + (PHASES[ph],) for kid, ph in plots.history_series(
                 history, verdict.latest_per_series(latest), args.max_history_plots)}
-        recent = accepted.mark(detect(history, value=args.value, acceptances=acceptances,
-                                      matches=accepted.matches,
-                                      nights_from=nights[-args.history_nights]
-                                      if len(nights) >= args.history_nights else None,
-                                      every_night=drawn), acceptances)
-        findings = verdict.latest_per_series(recent)
-        from postprocess.why.state import add_state     # the history table's machine column
-        add_state(findings, history)
+        # the history table's machine column: the state of each series' latest night
+        recent, findings = judging.judge(
+            history, acceptances, value=args.value, every_night=drawn,
+            nights_from=nights[-args.history_nights] if len(nights) >= args.history_nights
+            else None, show=verdict.latest_per_series, state=True)
     else:
         # the nightly's detect.json: no second detection (the slow part of a warm report)
         findings = verdict.latest_per_series(given)
@@ -207,4 +205,4 @@ def build_report(args):
                              extra_sections=ior_section(history),
                              accepted=accepted_page.rows(acceptances, {k[0] for k in history.keys}),
                              failed_steps=steps, what_ran=what_ran(history, cases, darshan_rows))
-    return page, sum(len(f) for _, f in sections), notes
+    return page, sum(len(f) for _, f in sections), notes, warnings

@@ -2,14 +2,14 @@
 import os
 import sys
 
-from postprocess.history import inputs
+from postprocess.history.cli import add_history_args, print_warnings, query_of
 from postprocess.report import summary
 
 
 def register(subparsers):
     p = subparsers.add_parser('report', help='HTML page (verdict first, every series by check, '
                                              'interactive history) and PNG figures')
-    inputs.add_history_args(p)
+    add_history_args(p)
     p.add_argument('-o', '--output', required=True, metavar='DIR', help='output directory')
     p.add_argument('--value', choices=['bw_MiBps', 'efficiency'], default='bw_MiBps',
                    help='what the detector judges for the flags in history plots')
@@ -75,8 +75,9 @@ def run(args):
     args.darshan_json = args.darshan_json or _first_existing(
         os.path.join(os.path.dirname(args.darshan_index), 'index.json') if args.darshan_index
         else None, os.path.join(post, 'darshan', 'index.json') if post else None)
-    page, nfigs, notes = build.build_report(args)
+    page, nfigs, notes, warnings = build.build_report(args, query_of(args))
     for note in notes:
         print(f'note: {note}', file=sys.stderr)
     print(f'{nfigs} figures, report: {page}')
+    print_warnings(warnings)
     return 0

@@ -143,7 +143,7 @@ def add_why(findings, runs):
     return findings
 
 
-def add_why_from_args(findings, args, history):
+def add_why_from_history(findings, history):
     """detect's hook: run records (with provenance) of the nights each flagged finding needs --
     its last good night (from ``history``, the table detect judged) and `since` .. its night ->
     ``why``. Only those nights' runs are made records (history/store.py runs_of_nights)."""

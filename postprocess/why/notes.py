@@ -55,7 +55,7 @@ def by_night(history, runs):
     return out
 
 
-def for_args(args, history):
+def for_history(history):
     """The notes of the history's runs by night."""
     rows = getattr(history, 'rows_table', None)
     return by_night(history, note_runs(rows)) if rows else {}

@@ -17,7 +17,6 @@ node's data when there are several.
 Order alternates: iobench first in even pairs, IOR first in odd ones. Figures are the tools' own:
 iobench's result JSON (bw_MiBps) and IOR's JSON summary (bwMiB), MiB/s (2^20 bytes/s).
 """
-import glob
 import json
 import os
 import shlex
