@@ -31,7 +31,11 @@ def test_critical_counts_are_the_mixture_martingale_crossing_1_over_alpha():
         k = int(s_star[n - 1])
 
         def m(s):
-            return integrate.quad(lambda p: (2 * p) ** s * (2 * (1 - p)) ** (n - s) * 2, 0.5, 1)[0]
+            def f(p):
+                return (2 * p) ** s * (2 * (1 - p)) ** (n - s)
+            w, top = sequential.W_ALL, sequential.P_MAX
+            return (w * integrate.quad(f, 0.5, 1)[0] / 0.5
+                    + (1 - w) * integrate.quad(f, 0.5, top)[0] / (top - 0.5))
         assert m(k) >= 1 / 0.05 > m(k - 1), (n, k, m(k), m(k - 1))
     assert s_star[5] == sequential.NEVER and s_star[6] == 7    # the first decision at 7 pairs
 
