@@ -105,12 +105,14 @@ def today():
 
 
 def redate_store(results, run_name, shift):
-    """The run's file of the results store moved by ``shift`` seconds (times, its session's
+    """The run's files of the results store moved by ``shift`` seconds (times, its session's
     start, night and year: a file of system=<s>/year=<y>/ of its new night), as its perflog
     lines were: the next nightly reads it as that past night."""
     import duckdb
     store = Path(results) / 'store'
-    for path in list(store.glob(f'system=*/year=*/{run_name}.parquet')):
+    # the run table holds the times (and the one-table file of before); its repetitions move along
+    for path in list(store.glob(f'system=*/year=*/{run_name}.runs.parquet')) + \
+            list(store.glob(f'system=*/year=*/{run_name}.parquet')):
         con = duckdb.connect()
         moved = (f"SELECT * REPLACE (time + INTERVAL ({shift}) SECOND AS time, "
                  f"session_start + INTERVAL ({shift}) SECOND AS session_start, "
@@ -126,6 +128,9 @@ def redate_store(results, run_name, shift):
         con.close()
         path.unlink()
         tmp.rename(target)
+        reps = path.with_name(f'{run_name}.reps.parquet')
+        if path.name.endswith('.runs.parquet') and reps.exists():
+            reps.rename(target.with_name(reps.name))
 
 
 def redate(results, sizes, night, dates):

@@ -51,7 +51,7 @@ if [[ "$action" == restore ]]; then
     clone_branch || { echo "history.sh: no branch '$branch' yet: the first night starts the history"; exit 0; }
     rm -rf "$work/tree/.git"
     cp -a "$work/tree/." "$results/" || fail "cannot copy the history into '$results'"
-    echo "history.sh: restored $(find "$results/store" -name '*.parquet' 2>/dev/null | wc -l) night file(s) of the store from '$branch'"
+    echo "history.sh: restored $(find "$results/store" -name '*.parquet' ! -name '*.reps.parquet' 2>/dev/null | wc -l) night file(s) of the store from '$branch'"
     exit 0
 fi
 

@@ -8,7 +8,8 @@
 #   --system   ReFrame system from configs/systems/ (default: picked by hostname; env IOREGRESS_SYSTEM),
 #              e.g. local-slurm for the one-node Slurm of ci/slurm/start.sh
 #   --results  results tree (default: <repo>/results; env IOREGRESS_RESULTS_ROOT). Layout:
-#                store/system=<s>/year=<y>/<run>.parquet      history: every completed night's repetitions
+#                store/system=<s>/year=<y>/<run>.runs.parquet history: every completed night's runs, and
+#                                     .../<run>.reps.parquet  their repetitions
 #                                                             (docs/CONTRACT.md section 6), written at its end
 #                perflogs/<system>/<partition>/<check>.log   ReFrame's perflogs, appended by every run, never rewritten
 #                runs/<UTC stamp>-<system>-<tag>/             this run: report.json, junit.xml, reframe.out,

@@ -102,7 +102,7 @@ def test_three_gitlab_pipelines_lose_nothing(tmp_path):
     assert 'restored 2 night file(s)' in proc.stdout, proc.stdout[-3000:]
     assert 'importing the history perflogs' not in proc.stdout
     third = results / 'latest'
-    assert len(list((results / 'store').rglob('*.parquet'))) == 3
+    assert len(list((results / 'store').rglob('*.runs.parquet'))) == 3
     assert (results / 'accepted.jsonl').read_text().count('new MPI-IO stack') == 1
     tonight = comparable(third / 'post')
     assert any('"accepted"' in f for f in tonight['detect.json']), tonight
@@ -116,8 +116,9 @@ def test_three_gitlab_pipelines_lose_nothing(tmp_path):
     (alone / 'runs').mkdir(parents=True)
     shutil.copytree(third.resolve(), alone / 'runs' / third.resolve().name, symlinks=True)
     shutil.copytree(results / 'store', alone / 'store')
-    for f in sorted((alone / 'store').rglob('*.parquet'))[:-1]:
+    for f in sorted((alone / 'store').rglob('*.runs.parquet'))[:-1]:
         f.unlink()
+        f.with_name(f.name.replace('.runs.', '.reps.')).unlink()
     (alone / 'post').mkdir()
     assert judged(alone, alone / 'runs' / third.resolve().name, alone / 'post') != tonight
 

@@ -87,8 +87,8 @@ def test_results_db_ingest_matches_perflog(tmp_path):
     proc = subprocess.run([sys.executable, '-m', 'postprocess', 'store-run', '--run', str(tmp_path),
                            '--store', str(store)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    (path,) = store.glob('system=local/year=*/*.parquet')
-    assert path.name == f'{tmp_path.name}.parquet'
+    assert sorted(p.name for p in store.glob('system=local/year=*/*.parquet')) == \
+        [f'{tmp_path.name}.reps.parquet', f'{tmp_path.name}.runs.parquet']
     for extra in ([], ['--this-run', str(tmp_path)], ['--db', str(tmp_path / 'results.db')]):
         proc = subprocess.run([sys.executable, '-m', 'postprocess', 'ingest', '--store', str(store),
                                '--format', 'jsonl', *extra], capture_output=True, text=True,

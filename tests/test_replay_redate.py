@@ -43,7 +43,8 @@ def test_the_verdict_moves_on_the_dates_the_run_spanned_only(tmp_path):
 
 
 def test_the_runs_store_file_moves_with_its_perflog_lines(tmp_path):
-    """The run's file of the results store (nightly.sh's store-run writes <run>.parquet) moves by
+    """The run's files of the results store (nightly.sh's store-run writes <run>.runs.parquet and
+    <run>.reps.parquet) move by
     its perflog lines' shift: times, its session's start and night, into its new night's year."""
     log = tmp_path / 'perflogs' / 'local' / 'default' / 'BenchIO.log'
     log.parent.mkdir(parents=True)
@@ -60,11 +61,11 @@ def test_the_runs_store_file_moves_with_its_perflog_lines(tmp_path):
     subprocess.run([sys.executable, '-m', 'postprocess', 'import', '--perflogs',
                     str(tmp_path / 'perflogs'), '--store', str(store)], check=True,
                    capture_output=True)
-    (made,) = store.glob('system=local/year=2026/*.parquet')
-    made.rename(made.with_name('night-1.parquet'))
+    for made in store.glob('system=local/year=2026/*.parquet'):
+        made.rename(made.with_name('night-1.' + made.name.split('.', 1)[1]))
     nights.redate(tmp_path, sizes, '2025-12-31', {'2026-11-27', '2026-11-28'})
-    assert [p.relative_to(store).as_posix() for p in store.rglob('*.parquet')] == \
-        ['system=local/year=2025/night-1.parquet']
+    assert sorted(p.relative_to(store).as_posix() for p in store.rglob('*.parquet')) == \
+        ['system=local/year=2025/night-1.reps.parquet', 'system=local/year=2025/night-1.runs.parquet']
     proc = subprocess.run([sys.executable, '-m', 'postprocess', 'ingest', '--store', str(store),
                            '--format', 'jsonl'], capture_output=True, text=True, check=True)
     rows = [json.loads(line) for line in proc.stdout.splitlines()]

@@ -93,12 +93,14 @@ def faster_history(results, factor):
             conn.execute('UPDATE sessions SET json_blob = ? WHERE uuid = ?', (json.dumps(doc), uuid))
     conn.close()
     import duckdb           # and in the results store, the history the nightly judges on
-    for path in (results / 'store').rglob('*.parquet'):
+    for path in (results / 'store').rglob('*.reps.parquet'):
+        runs = path.with_name(path.name.replace('.reps.', '.runs.'))
         tmp = path.with_name(f'.{path.name}.tmp')
-        con = duckdb.connect()
-        scale = f"""CASE WHEN "check" LIKE 'BenchIO%' THEN {factor!r} ELSE 1 END"""
-        con.execute(f"COPY (SELECT * REPLACE (seconds / {scale} AS seconds, bw_MiBps * {scale} "
-                    f"AS bw_MiBps) FROM read_parquet('{path}')) TO '{tmp}' (FORMAT parquet)")
+        con = duckdb.connect()      # the check is the run's (its table beside)
+        scale = (f"""CASE WHEN seq IN (SELECT seq FROM read_parquet('{runs}') WHERE "check" """
+                 f"""LIKE 'BenchIO%') THEN {factor!r} ELSE 1 END""")
+        con.execute(f"COPY (SELECT * REPLACE (seconds / {scale} AS seconds) FROM "
+                    f"read_parquet('{path}', hive_partitioning = false)) TO '{tmp}' (FORMAT parquet)")
         con.close()
         tmp.rename(path)
 

@@ -15,6 +15,7 @@ import pytest
 from postprocess.cli import build_parser
 from postprocess.detect.suite import detect
 from postprocess.history import inputs
+from postprocess.history import store as store_mod
 from postprocess.history.cli import query_of
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,17 +46,30 @@ def parquet_files(store):
     return sorted(p.relative_to(store) for p in Path(store).rglob('*.parquet'))
 
 
-def test_import_writes_one_file_per_system_and_year_and_again_replaces_it(results):
+def scan(store):
+    """The store rows of every file (as the commands read them)."""
+    return store_mod.scan_sql(store_mod.files(store))
+
+
+def test_import_writes_two_files_per_system_and_year_and_again_replaces_them(results):
     store = results / 'store'
     files = parquet_files(store)
-    assert len(files) == 1 and str(files[0]).startswith('system=synthetic/year=2026/import-')
+    name = files[0].name.split('.')[0]
+    assert str(files[0]).startswith('system=synthetic/year=2026/import-')
+    assert [f.name for f in files] == [f'{name}.reps.parquet', f'{name}.runs.parquet']
     rows = duckdb.sql(f"SELECT count(*), count(DISTINCT testcase), count(DISTINCT night) "
-                      f"FROM '{store}/**/*.parquet'").fetchone()
+                      f"FROM {scan(store)}").fetchone()
     assert rows == (155 * 10 - 1, 155, 12)
+    # the lean layout: a row per run, a narrow row per repetition
+    assert duckdb.sql(f"SELECT count(*) FROM '{store}/**/*.runs.parquet'").fetchone()[0] == 155
+    assert [c for c, *_ in duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet("
+                                      f"'{store}/**/*.reps.parquet', hive_partitioning = false)"
+                                      ).fetchall()] == ['write_id', 'seq', 'phase', 'rep', 'bytes',
+                                                        'seconds']
     again = pp('import', '--perflogs', results / 'perflogs')
     assert again.returncode == 0, again.stderr
     assert parquet_files(store) == files          # the same sources: replaced, not added twice
-    assert duckdb.sql(f"SELECT count(*) FROM '{store}/**/*.parquet'").fetchone()[0] == rows[0]
+    assert duckdb.sql(f"SELECT count(*) FROM {scan(store)}").fetchone()[0] == rows[0]
     assert not list(store.rglob('.*'))            # no temporary file left
 
 
@@ -169,3 +183,24 @@ def test_the_three_queries_of_the_docs_answer_with_the_duckdb_cli(results, tmp_p
     # 3: last week's slowest partition is 'slow' (its 40-day-old night is not last week)
     assert [(a['system'], a['partition']) for a in answers[2]] == [('site', 'slow')]
     assert answers[2][0]['write_MiBps'] == pytest.approx(305.0, rel=0.02)
+
+
+def test_a_store_of_the_one_table_layout_still_reads_and_a_rewrite_replaces_it(results):
+    """Stores written before the run and repetition tables (one wide file per writer) are read as
+    they are; the writer of the same name writes its pair and removes its old file."""
+    store = results / 'store'
+    want = load('--store', store)
+    pair = parquet_files(store)
+    name = pair[0].name.split('.')[0]
+    old = store / pair[0].parent / f'{name}.parquet'
+    duckdb.sql(f"COPY (SELECT * FROM {scan(store)}) TO '{old}' (FORMAT parquet)")
+    for path in pair:
+        (store / path).unlink()
+    got = load('--store', store)
+    assert got.keys == want.keys and got.sessions == want.sessions
+    for col in want.col:
+        assert np.array_equal(got.col[col], want.col[col], equal_nan=True), col
+    again = pp('import', '--perflogs', results / 'perflogs')
+    assert again.returncode == 0, again.stderr
+    assert parquet_files(store) == pair
+    assert duckdb.sql(f"SELECT count(*) FROM {scan(store)}").fetchone()[0] == 155 * 10 - 1

@@ -98,10 +98,20 @@ def this_run_rows(run_dir, warnings):
         return []
 
 
-def source_rows(query, diag, warnings, kind='TABLE'):
+def source_rows(query, diag, warnings):
     """A table of the engine with store rows of the non-store sources (perflogs, DB, this run),
-    a run found in several counted once; None when there is none. Notes go on ``warnings``. ``kind='VIEW'``: a view, for
-    a caller that reads the rows once (import: 10^7 rows streamed to Parquet, not kept)."""
+    a run found in several counted once; None when there is none. Notes go on ``warnings``."""
+    parsed = source_parsed(query, diag, warnings)
+    if parsed is None:
+        return None
+    rows = engine.temp_name('source_rows')
+    engine.connect().execute(f'CREATE TEMP TABLE {rows} AS {store.rows_sql(*parsed, "")}')
+    return rows
+
+
+def source_parsed(query, diag, warnings):
+    """(runs, repetitions) parsed from the non-store sources (history/parse.py), as
+    ``source_rows``; import writes them as the store's two tables, never made rows."""
     con = engine.connect()
     texts = []          # (table, priority)
     if query.db:
@@ -137,9 +147,7 @@ def source_rows(query, diag, warnings, kind='TABLE'):
     if query.perflogs and not con.execute(f'SELECT count(*) FROM {runs}').fetchone()[0] \
             and not query.db and not query.store:
         raise _no_lines(query, diag)
-    rows = engine.temp_name('source_rows')
-    con.execute(f'CREATE TEMP {kind} {rows} AS {store.rows_sql(runs, reps, "")}')
-    return rows
+    return runs, reps
 
 
 def selected_rows(query, last_nights=None):

@@ -1,14 +1,17 @@
 """The results store: every repetition of every completed night as Parquet files (docs/CONTRACT.md
 section 6), read and written with DuckDB.
 
-    <results>/store/system=<system>/year=<YYYY>/<run>.parquet       one file per nightly run
-    <results>/store/system=<system>/year=<YYYY>/import-<id>.parquet what `import` brought in
+    <results>/store/system=<system>/year=<YYYY>/<run>.runs.parquet   a nightly run: one row a run
+    <results>/store/system=<system>/year=<YYYY>/<run>.reps.parquet   its repetitions (narrow)
+    <results>/store/system=<system>/year=<YYYY>/import-<id>.{runs,reps}.parquet   what `import` wrote
 
-One row per repetition and phase (a run without any repetition: one row, phase NULL), with the
-run's key, session and night, its perf values, and its provenance flattened into columns (and
-whole, as JSON). A file is written once, under a temporary name in its directory, then renamed:
-many writers at once need no lock, and a reader sees a file whole or not at all.
-``STORE_ROWS_SQL`` makes these rows from parsed runs (history/parse.py), whatever they came from.
+The run table holds each run once: key, session, night, perf values, provenance flattened into
+columns (and whole, as JSON); the repetition table only (write_id, seq, phase, rep, bytes,
+seconds), so an import writes 10^7 narrow rows, not 10^7 of ~40 columns. Readers see store rows
+(``scan_sql``: one per repetition and phase, a run without any: one row, phase NULL), and files of
+the one-table layout of 0.1.0 as they are. A file is written once, under a temporary name in its
+directory, then renamed: many writers at once need no lock, and a reader sees a file whole or not
+at all. ``run_rows_sql`` makes run rows from parsed runs (history/parse.py), whatever they came from.
 """
 import datetime
 import hashlib
@@ -29,7 +32,8 @@ FILES = '{store}/system=*/year=*/*.parquet'
 # a MAP from entries whose keys may repeat: the last one wins (as a dict would)
 _LAST = "list_filter({e}, (x, i) -> NOT list_contains(list_transform({e}[i + 1:], y -> y.key), x.key))"
 
-STORE_ROWS_SQL = r"""
+# one row per run: its key, parameters, session, night, perf values and provenance
+RUN_ROWS_SQL = r"""
 WITH s AS ({sessions}),
 e AS (
   SELECT r.*, s.session AS sess, s.session_start AS sess_start, s.session_tzoff AS sess_tzoff,
@@ -38,9 +42,8 @@ e AS (
                         unit := x.unit, ref := x.ref, lower := x.lower, upper := x.upper)}})
            AS perf_e,
          r.provenance::JSON AS prov
-  FROM {runs} r JOIN s USING (run_id)),
-r AS MATERIALIZED (
-  SELECT run_id, system, partition, environ, "check", params,
+  FROM {runs} r JOIN s USING (run_id))
+SELECT run_id, system, partition, environ, "check", params,
        to_timestamp(t) AS time, tzoff AS utc_offset,
        sess AS session, to_timestamp(sess_start) AS session_start,
        sess_tzoff AS session_utc_offset, night, year(night) AS year,
@@ -65,16 +68,25 @@ r AS MATERIALIZED (
        json_extract_string(prov, '$.machine.kernel') AS kernel,
        json_extract_string(prov, '$.machine.note') AS note,
        provenance
-  FROM e)
-SELECT r.* EXCLUDE (run_id, perf, library_versions, stripe, stripe_layout, hints_requested,
-                    hints_in_effect, fs_type, sync_method, cache_defeat, nodes, command, load_1m,
-                    fs_used_pct, lfs_used_pct, other_jobs, kernel, note, provenance),
-       p.phase, p.rep, p.bytes, p.seconds, p.bytes / p.seconds / {mib} AS bw_MiBps,
-       r.perf, r.library_versions, r.stripe, r.stripe_layout, r.hints_requested,
-       r.hints_in_effect, r.fs_type, r.sync_method, r.cache_defeat, r.nodes, r.command, r.load_1m,
-       r.fs_used_pct, r.lfs_used_pct, r.other_jobs, r.kernel, r.note, r.provenance
-FROM r LEFT JOIN {reps} p USING (run_id)
+FROM e
 """
+
+# the columns of a store row (a run's columns around its repetition's), in the order of section 6
+RUN_HEAD = ('system', 'partition', 'environ', 'check', 'params', 'time', 'utc_offset', 'session',
+            'session_start', 'session_utc_offset', 'night', 'year', 'run', 'testcase', 'seq',
+            'jobid', 'result', 'reframe')
+RUN_TAIL = ('perf', 'library_versions', 'stripe', 'stripe_layout', 'hints_requested',
+            'hints_in_effect', 'fs_type', 'sync_method', 'cache_defeat', 'nodes', 'command',
+            'load_1m', 'fs_used_pct', 'lfs_used_pct', 'other_jobs', 'kernel', 'note', 'provenance')
+
+
+def wide_columns(r, p):
+    """The select list of store rows from a run relation ``r`` and its repetitions ``p``."""
+    head = ', '.join(f'{r}.{engine.ident(c)}' for c in RUN_HEAD)
+    tail = ', '.join(f'{r}.{engine.ident(c)}' for c in RUN_TAIL)
+    return (f'{head}, {p}.phase, {p}.rep, {p}.bytes, {p}.seconds, '
+            f'{p}.bytes / {p}.seconds / {MiB} AS bw_MiBps, {tail}')
+
 
 # what History and the run records need of store rows: one row per run, one per repetition
 RUNS_OF_ROWS_SQL = """
@@ -91,54 +103,115 @@ FROM (SELECT testcase, any_value(system) AS system, any_value(partition) AS part
 """
 
 
+def run_rows_sql(runs, run_name):
+    """SELECT of run rows (with the parse's ``run_id``) from parsed runs (history/parse.py)."""
+    return RUN_ROWS_SQL.format(sessions=sessions.sql(runs), runs=runs, run=engine.quote(run_name),
+                               perf_last=_LAST.format(e='perf_e'))
+
+
 def rows_sql(runs, reps, run_name):
     """SELECT of store rows from parsed runs and repetitions (history/parse.py)."""
-    return STORE_ROWS_SQL.format(
-        sessions=sessions.sql(runs), runs=runs, reps=reps, mib=MiB, run=engine.quote(run_name),
-        perf_last=_LAST.format(e='perf_e'))
+    return (f'WITH r AS MATERIALIZED ({run_rows_sql(runs, run_name)}) '
+            f'SELECT {wide_columns("r", "p")} FROM r LEFT JOIN {reps} p USING (run_id)')
+
+
+RUNS, REPS = '.runs.parquet', '.reps.parquet'
 
 
 def files(store):
-    """The store's Parquet files (none for a store that does not exist yet)."""
+    """The store's Parquet files (none for a store that does not exist yet): run and repetition
+    tables, and files of the one-table layout before 0.x (still read, see ``scan_sql``)."""
     import glob
     return sorted(glob.glob(FILES.format(store=glob.escape(os.fspath(store)))))
 
 
-def scan_sql(paths):
-    """A FROM item reading these store files (their own columns; no hive columns)."""
+def _kinds(paths):
+    runs = [p for p in paths if p.endswith(RUNS)]
+    reps = [p for p in paths if p.endswith(REPS)]
+    return runs, reps, [p for p in paths if not p.endswith((RUNS, REPS))]
+
+
+def _read(paths):
     listed = ', '.join(engine.quote(p) for p in paths)
     return f'read_parquet([{listed}], hive_partitioning = false, union_by_name = true)'
 
 
-def write(select, store, name, con=None):
-    """Write the rows of ``select`` into the store, one file per system and year:
-    ``system=<s>/year=<y>/<name>.parquet``, each written under a temporary name beside it and
-    renamed (a file of that name already there is replaced whole). Returns the paths."""
+def scan_sql(paths):
+    """A FROM item of store rows (one per repetition and phase, section 6) from these files: each
+    run's row joined to its repetitions, and the rows of one-table files as they are."""
+    runs, reps, wide = _kinds(paths)
+    parts = [f'SELECT * FROM {_read(wide)}'] if wide else []
+    if runs:
+        p = _read(reps) if reps else ('(SELECT NULL::UUID AS write_id, NULL::BIGINT AS seq, '
+                                      'NULL::VARCHAR AS phase, NULL::INTEGER AS rep, '
+                                      'NULL::DOUBLE AS bytes, NULL::DOUBLE AS seconds LIMIT 0)')
+        parts.append(f'SELECT {wide_columns("r", "p")} FROM {_read(runs)} r LEFT JOIN {p} p '
+                     f'ON p.write_id = r.write_id AND p.seq = r.seq')
+    return '(' + ' UNION ALL BY NAME '.join(parts) + ')'
+
+
+def runs_scan_sql(paths):
+    """A FROM item with the run columns of these files (of a one-table file: once a repetition)."""
+    runs, _, wide = _kinds(paths)
+    return '(' + ' UNION ALL BY NAME '.join(
+        f'SELECT * FROM {_read(x)}' for x in (runs, wide) if x) + ')'
+
+
+def write(runs, reps, store, name, con=None):
+    """Write run rows (a relation of ``run_rows_sql``'s columns) and their repetitions (run_id,
+    phase, rep, bytes, seconds) into the store: per system and year,
+    ``system=<s>/year=<y>/<name>.runs.parquet`` and ``<name>.reps.parquet``, joined by
+    (write_id, seq). Each file is written under a temporary name beside it and renamed, the
+    repetitions first: a reader never sees a run whose repetitions are still to come, and a
+    run table replaced meanwhile only loses its repetitions for that moment (a new write_id).
+    A file of that name already there is replaced whole, and the one-table file ``<name>.parquet``
+    this writer made before is removed (its rows are rewritten). Returns the paths."""
     con = con or engine.connect()
+    write_id = engine.quote(str(uuid.uuid4()))
     tmp = os.path.join(store, f'.incoming-{uuid.uuid4().hex}')
     os.makedirs(tmp)
     try:
-        con.execute(f"COPY ({select}) TO {engine.quote(tmp)} (FORMAT parquet, COMPRESSION zstd, "
-                    f"PARTITION_BY (system, year), WRITE_PARTITION_COLUMNS true, "
-                    f"FILENAME_PATTERN 'part_{{i}}')")
-        out = []
-        for dirpath, _, names in os.walk(tmp):
-            for n in names:
-                rel = os.path.relpath(dirpath, tmp)
-                target_dir = os.path.join(store, rel)
-                os.makedirs(target_dir, exist_ok=True)
-                suffix = '' if n == 'part_0.parquet' else '-' + n[len('part_'):-len('.parquet')]
-                target = os.path.join(target_dir, f'{name}{suffix}.parquet')
-                staged = os.path.join(target_dir, f'.{name}{suffix}.parquet.{uuid.uuid4().hex}.tmp')
-                os.replace(os.path.join(dirpath, n), staged)     # same directory tree: a rename
-                with open(staged, 'rb') as fp:
-                    os.fsync(fp.fileno())
-                os.replace(staged, target)
-                out.append(target)
+        part = "PARTITION_BY (system, year), FILENAME_PATTERN 'part_{i}'"
+        con.execute(f"COPY (SELECT x.system, x.year, {write_id}::UUID AS write_id, x.seq, p.phase, "
+                    f"p.rep, p.bytes, p.seconds FROM {reps} p JOIN {runs} x USING (run_id)) "
+                    f"TO {engine.quote(os.path.join(tmp, 'reps'))} (FORMAT parquet, "
+                    f"COMPRESSION zstd, {part}, WRITE_PARTITION_COLUMNS false)")
+        con.execute(f"COPY (SELECT * EXCLUDE (run_id), {write_id}::UUID AS write_id FROM {runs}) "
+                    f"TO {engine.quote(os.path.join(tmp, 'runs'))} (FORMAT parquet, "
+                    f"COMPRESSION zstd, {part}, WRITE_PARTITION_COLUMNS true)")
+        out = _place(os.path.join(tmp, 'reps'), store, name, REPS)
+        out += _place(os.path.join(tmp, 'runs'), store, name, RUNS)
+        for old in glob_old(store, name):
+            os.remove(old)
         return sorted(out)
     finally:
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def glob_old(store, name):
+    """This writer's files of the one-table layout."""
+    import glob
+    return glob.glob(os.path.join(glob.escape(os.fspath(store)), 'system=*', 'year=*',
+                                  glob.escape(name) + '.parquet'))
+
+
+def _place(tmp, store, name, ext):
+    """Rename what COPY wrote under ``tmp`` to its place in the store; returns the paths."""
+    out = []
+    for dirpath, _, names in os.walk(tmp):
+        for n in names:
+            target_dir = os.path.join(store, os.path.relpath(dirpath, tmp))
+            os.makedirs(target_dir, exist_ok=True)
+            suffix = '' if n == 'part_0.parquet' else '-' + n[len('part_'):-len('.parquet')]
+            target = os.path.join(target_dir, f'{name}{suffix}{ext}')
+            staged = os.path.join(target_dir, f'.{name}{suffix}{ext}.{uuid.uuid4().hex}.tmp')
+            os.replace(os.path.join(dirpath, n), staged)     # same directory tree: a rename
+            with open(staged, 'rb') as fp:
+                os.fsync(fp.fileno())
+            os.replace(staged, target)
+            out.append(target)
+    return out
 
 
 def source_id(*paths):

@@ -39,7 +39,7 @@ def run_import(args):
         raise UsageError(f"not a directory: --store '{target}'")
     diag = perflog.Diagnostics()
     warnings = []
-    rows = inputs.source_rows(query, diag, warnings, kind='VIEW')
+    runs, reps = inputs.source_parsed(query, diag, warnings) or (None, None)
     con = engine.connect()
     name = f'import-{store.source_id(*args.perflogs, *([args.db] if args.db else []))}'
     where = inputs.row_filter(query)
@@ -47,17 +47,20 @@ def run_import(args):
     # own earlier files are replaced whole, so what they hold is not "already there"
     others = [p for p in store.files(target) if not os.path.basename(p).startswith(name)]
     if others:
-        where += (f' AND NOT EXISTS (SELECT 1 FROM {store.scan_sql(others)} s WHERE '
+        where += (f' AND NOT EXISTS (SELECT 1 FROM {store.runs_scan_sql(others)} s WHERE '
                   f's.system = e.system AND s.partition = e.partition AND s.environ = e.environ '
                   f'AND s."check" = e."check" AND s.jobid = e.jobid AND '
                   f'floor(epoch(s.time)) = floor(epoch(e.time)))')
-    written = store.write(f'SELECT * FROM {rows} e WHERE {where}', target, name)
-    if not written:         # counted from what was written: the rows are made once
+    chosen = engine.temp_name('import_runs')
+    if runs:        # one row per run (10^6 at most), kept: both tables are written from it
+        con.execute(f'CREATE TEMP TABLE {chosen} AS SELECT * FROM '
+                    f'({store.run_rows_sql(runs, "")}) e WHERE {where}')
+    nruns = con.execute(f'SELECT count(*) FROM {chosen}').fetchone()[0] if runs else 0
+    if not nruns:
         raise UsageError(f"nothing to import from {', '.join(args.perflogs + ([args.db] if args.db else []))}"
                          f" that '{target}' does not hold already")
-    nruns, nrows = con.execute(f'SELECT count(DISTINCT testcase), count(*) FROM '
-                               f'{store.scan_sql(written)}').fetchone()
-    print(f'{nruns} runs, {nrows} rows -> {len(written)} files in {target}')
+    written = store.write(chosen, reps, target, name)
+    print(f'{nruns} runs, {_rows(chosen, reps)} rows -> {len(written)} files in {target}')
     print_warnings(warnings + inputs.diag_warnings(diag))
     return 0
 
@@ -80,11 +83,23 @@ def run_store_run(args):
     runs, reps = parse.parse(text)
     name = os.path.basename(os.path.normpath(args.run))
     con = engine.connect()
-    select = f'SELECT * FROM ({store.rows_sql(runs, reps, name)}) ORDER BY time, seq, phase, rep'
-    nruns, nrows = con.execute(f'SELECT count(DISTINCT testcase), count(*) FROM ({select})').fetchone()
-    if not nrows:
+    chosen = engine.temp_name('night_runs')
+    con.execute(f'CREATE TEMP TABLE {chosen} AS SELECT * FROM ({store.run_rows_sql(runs, name)}) '
+                f'ORDER BY time, seq')
+    nruns = con.execute(f'SELECT count(*) FROM {chosen}').fetchone()[0]
+    if not nruns:
         print(f'store-run: no measurement in {report}: nothing stored', file=sys.stderr)
         return 0
-    written = store.write(select, args.store, name)
-    print(f'{nruns} runs, {nrows} rows -> {", ".join(written)}')
+    ordered = engine.temp_name('night_reps')
+    con.execute(f'CREATE TEMP TABLE {ordered} AS SELECT * FROM {reps} ORDER BY run_id, phase, rep')
+    written = store.write(chosen, ordered, args.store, name)
+    print(f'{nruns} runs, {_rows(chosen, reps)} rows -> {", ".join(written)}')
     return 0
+
+
+def _rows(runs, reps):
+    """How many store rows these runs make: a repetition each, a run without any one row."""
+    return engine.connect().execute(
+        f'SELECT (SELECT count(*) FROM {reps} p WHERE p.run_id IN (SELECT run_id FROM {runs})) + '
+        f'(SELECT count(*) FROM {runs} x WHERE x.run_id NOT IN (SELECT run_id FROM {reps}))'
+    ).fetchone()[0]
