@@ -16,12 +16,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _checkout(tmp_path):
-    """The parts of this checkout a nightly runs (ci, configs, postprocess, reframe_checks)."""
+    """The parts of this checkout a nightly runs and pyproject.toml installs."""
     copy = tmp_path / 'checkout'
-    for part in ('ci', 'configs', 'postprocess', 'reframe_checks'):
+    for part in ('ci', 'configs', 'contract', 'gate', 'postprocess', 'reframe_checks'):
         shutil.copytree(REPO / part, copy / part,
                         ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
-    for name in ('pyproject.toml', 'README.md', 'LICENSE'):
+    for name in ('pyproject.toml', 'README.md', 'LICENSE', 'ioregress_env.py'):
         shutil.copy(REPO / name, copy / name)
     return copy
 
