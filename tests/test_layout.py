@@ -129,24 +129,6 @@ def test_no_test_module_imports_another():
     assert not found, found
 
 
-def imports_of_test_tree(tree):
-    """Lines importing anything of tests/ (tests, tests.support...)."""
-    out = []
-    for node in ast.walk(tree):
-        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                 [node.module or ''] if isinstance(node, ast.ImportFrom) else [])
-        out += [node.lineno for n in names if n.split('.')[0] == 'tests']
-    return out
-
-
-def test_only_tests_import_from_tests():
-    """Data flows one way: bench, the checks, configs and postprocess never lean on the tests."""
-    assert imports_of_test_tree(ast.parse('from tests.support import nights\nimport bench\n')) == [1]
-    found = {f: lines for f, lines in offenders(imports_of_test_tree).items()
-             if not f.startswith('tests/')}
-    assert not found, found
-
-
 def imports_of(tree, names):
     """Lines importing one of the top-level ``names`` (import x, import x.y, from x[.y] import)."""
     out = []
@@ -155,6 +137,19 @@ def imports_of(tree, names):
                 [node.module or ''] if isinstance(node, ast.ImportFrom) and not node.level else [])
         out += [node.lineno for m in mods if m.split('.')[0] in names]
     return out
+
+
+def imports_of_test_tree(tree):
+    """Lines importing anything of tests/ (tests, tests.support...)."""
+    return imports_of(tree, {'tests'})
+
+
+def test_only_tests_import_from_tests():
+    """Data flows one way: bench, the checks, configs and postprocess never lean on the tests."""
+    assert imports_of_test_tree(ast.parse('from tests.support import nights\nimport bench\n')) == [1]
+    found = {f: lines for f, lines in offenders(imports_of_test_tree).items()
+             if not f.startswith('tests/')}
+    assert not found, found
 
 
 def test_postprocess_never_imports_the_gate_and_the_environment_table_imports_nothing():
