@@ -52,7 +52,7 @@ echo "  results (outputs, result.json per test): $OUT/output"
 echo "  perflogs:                                $OUT/perflogs"
 echo "  run report, reframe log:                 $OUT/report.json, $OUT/reframe.log"
 if ((ndarshan)); then
-    echo "  Darshan logs ($ndarshan, one per iobench run): $OUT/output/*/*/*/*/iobench.darshan"
+    echo "  Darshan logs ($ndarshan, one per iobench run): $OUT/output/*/*/*/*/iobench*.darshan"
     echo "  Darshan index:                           $OUT/post/darshan/index.html"
 else
     echo "  Darshan: no log ($(head -n 1 "$OUT/post/darshan.txt" 2>/dev/null | cut -c1-200))"

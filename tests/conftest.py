@@ -27,6 +27,7 @@ from iobench_lib import installed
 from tests.support import delay
 from tests.support.launch import run
 from tests.support.preload import build_preload
+from tests.support.quick_run import run_quick_suite
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -110,6 +111,15 @@ def run_iobench(iobench):
     return _run
 
 
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory):
+    """(results dir, CompletedProcess) of the one real quick-suite run of this session
+    (tests/support/quick_run.py). Its users share the xdist group `quick-run` (below), so under
+    xdist too it runs once, on one worker."""
+    out = tmp_path_factory.mktemp("quick")
+    return out, run_quick_suite(out)
+
+
 @pytest.fixture(scope="module")
 def delay_shim(tmp_path_factory):
     """Path of the delay library (tests/support/delay.py): slow open/close on chosen ranks."""
@@ -143,7 +153,8 @@ def browser():
 #   slurm:  every test using the Slurm daemons (fixtures `slurm`, `cluster`): test_slurm.py stops and
 #           restarts them, so no other Slurm test may run meanwhile; they also hold the machine's
 #           Slurm lock (below) against other users of this Slurm.
-#   <module>: the tests of a module that share a module-scoped fixture (the quick-suite run, a browser,
+#   quick-run: every test reading the session's one real quick-suite run (fixture `quick_run`).
+#   <module>: the tests of a module that share a module-scoped fixture (a browser,
 #           a Darshan index...), so that fixture runs once, not once per worker.
 # Marked as xdist_group, but pytest-xdist 3.8.0 reads the mark into the node id, which pytest 9.2
 # ignores (pytest-xdist issue 1386: the groups are silently dropped): so the workers write their
@@ -189,6 +200,8 @@ def pytest_collection_modifyitems(config, items):
             continue
         if SLURM_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif "quick_run" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("quick-run"))
         elif _module_scoped_fixtures(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 

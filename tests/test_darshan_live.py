@@ -1,4 +1,4 @@
-"""Live Darshan capture: iobench under a real darshan-runtime, and one ReFrame check capturing it.
+"""Live Darshan capture: iobench under a real darshan-runtime, and the quick suite's checks capturing it.
 
 Needs libdarshan.so ($IOREGRESS_DARSHAN_LIB, else ci/build_darshan.sh's build in
 ~/.cache/ioregress, which ci/setup.sh makes); skipped with the reason when there is none.
@@ -82,45 +82,36 @@ def test_live_launcher_is_not_instrumented(iobench, tmp_path):
 
 @needs_darshan
 @pytest.mark.reframe
-def test_reframe_check_keeps_log_and_reports_darshan_figures(tmp_path):
-    env = dict(os.environ, IOREGRESS_DARSHAN_LIB=LIB)
-    cmd = ['reframe', '-C', str(REPO / 'configs' / 'settings.py'), '--system', 'local',
-           '-c', str(REPO / 'reframe_checks' / 'benchio.py'), '-n', 'BenchIO', '-r',
-           '-P', 'size=32', '-P', 'ranks=2', '-P', 'io=mpiio:collective',
-           '--prefix', str(tmp_path / 'rf'),
-           '--report-file', str(tmp_path / 'report.json'), '-S', 'repeat=1']
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    logs = list((tmp_path / 'rf' / 'output').rglob('iobench.darshan'))
-    assert len(logs) == 1 and (logs[0].parent / 'result.json').exists()
-    perflog = next((tmp_path / 'rf' / 'perflogs').rglob('BenchIO*.log')).read_text()
-    assert 'darshan_bw=' in perflog and 'darshan_io_time=' in perflog
-    assert '"capture":"LD_PRELOAD=' in perflog
-
-
-@needs_darshan
-@pytest.mark.reframe
-def test_each_process_of_a_check_keeps_its_own_log(tmp_path):
-    """A check of several processes (iobench_lib/processes.py): every launch writes its own log,
-    none overwrites the first, and the first is checked against the first process's document."""
-    env = dict(os.environ, IOREGRESS_DARSHAN_LIB=LIB)
-    cmd = ['reframe', '-C', str(REPO / 'configs' / 'settings.py'), '--system', 'local',
-           '-c', str(REPO / 'reframe_checks' / 'metadata.py'), '-n', 'MDEmptyFiles', '-r',
-           '-S', 'processes=3', '-S', 'repeat=2', '--prefix', str(tmp_path / 'rf'),
-           '--report-file', str(tmp_path / 'report.json')]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    out = next((tmp_path / 'rf' / 'output').rglob('MDEmptyFiles_*'))
-    logs = [out / name for name in ('iobench.darshan', 'iobench.darshan.p1', 'iobench.darshan.p2')]
-    docs = [json.loads((out / name).read_text())
-            for name in ('result.json', 'result.p1.json', 'result.p2.json')]
-    for log, doc in zip(logs, docs):
+def test_quick_suite_keeps_a_checked_log_per_iobench_run_listed_by_the_index(quick_run):
+    """The README's first command (the session's one real quick run, tests/conftest.py): every
+    iobench run of every check is captured, one readable log each (MDEmptyFiles' 8 processes one
+    each, none overwriting another), each log's counters agree with its own result document; the
+    Darshan index lists every log as passing its checks and the page links the index; the perflogs
+    carry Darshan's figures and how the run was captured."""
+    out, proc = quick_run
+    assert 'Darshan index:' in proc.stdout, proc.stdout[-2000:]
+    listed = {row['log']: row for row in
+              json.loads((out / 'post' / 'darshan' / 'index.json').read_text())}
+    docs = sorted((out / 'output').rglob('result*.json'))
+    assert len(docs) >= 20, docs
+    for path in docs:
+        suffix = path.name[len('result'):-len('.json')]          # '' or '.p1' ... '.p7'
+        log = path.parent / f'iobench{suffix}.darshan'
+        doc = json.loads(path.read_text())
         facts = F.log_facts(F.open_log(str(log)), F.files_from_result(doc))
-        assert facts['nprocs'] == 2
-        assert not C.failures(C.check_run(facts, doc)), C.format_verdicts(C.check_run(facts, doc))
-    assert len({d['dir'] for d in docs}) == 3
-    perflog = next((tmp_path / 'rf' / 'perflogs').rglob('MDEmptyFiles.log')).read_text()
-    assert '"capture":"LD_PRELOAD=' in perflog and '"processes":3' in perflog
+        assert facts['nprocs'] == doc['ranks'], log
+        assert not C.failures(C.check_run(facts, doc)), (log, C.format_verdicts(C.check_run(facts, doc)))
+        row = listed[str(log.relative_to(out))]
+        assert row['verdict'] == 'pass', (log, row['message'])
+    assert sum('MDEmptyFiles' in str(p) for p in docs) == 8
+    assert len(listed) == len(docs)
+    assert 'darshan/index.html' in (out / 'post' / 'report' / 'index.html').read_text()
+    perflogs = out / 'perflogs' / 'local' / 'default'
+    benchio = (perflogs / 'BenchIO.log').read_text()
+    assert 'darshan_bw=' in benchio and 'darshan_io_time=' in benchio
+    assert '"capture":"LD_PRELOAD=' in benchio
+    md = (perflogs / 'MDEmptyFiles.log').read_text()
+    assert '"capture":"LD_PRELOAD=' in md and '"processes":8' in md
 
 
 def test_site_darshan_detected_not_preloaded_twice(tmp_path, monkeypatch):

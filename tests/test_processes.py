@@ -42,10 +42,21 @@ def test_each_process_gets_its_own_directory_and_result_file():
     lines = processes.extra_launches('mpirun -np 2', 'env DARSHAN_LOGFILE=/st/x.darshan iobench',
                                      opts, dirs, darshan_log='/st/x.darshan')
     assert lines == [
-        'mpirun -np 2 env DARSHAN_LOGFILE=/st/x.darshan.p1 iobench --dir /s/run.p1 --repeat 5 '
+        'mpirun -np 2 env DARSHAN_LOGFILE=/st/x.p1.darshan iobench --dir /s/run.p1 --repeat 5 '
         '--json result.p1.json',
-        'mpirun -np 2 env DARSHAN_LOGFILE=/st/x.darshan.p2 iobench --dir /s/run.p2 --repeat 5 '
+        'mpirun -np 2 env DARSHAN_LOGFILE=/st/x.p2.darshan iobench --dir /s/run.p2 --repeat 5 '
         '--json result.p2.json']
+
+
+def test_each_process_log_is_read_with_its_own_result(tmp_path):
+    """iobench.pN.darshan is still a *.darshan log (what the index lists) and is joined with
+    result.pN.json, not with the first process's result.json."""
+    from postprocess.darshan.results import RESULT_SCHEMA, result_beside
+    for i in range(3):
+        (tmp_path / processes.json_name(i)).write_text(json.dumps({'schema': RESULT_SCHEMA, 'i': i}))
+    logs = [tmp_path / processes.log_name('iobench.darshan', i) for i in range(3)]
+    assert [p.name for p in logs] == ['iobench.darshan', 'iobench.p1.darshan', 'iobench.p2.darshan']
+    assert [result_beside(str(p))['i'] for p in logs] == [0, 1, 2]
 
 
 @pytest.mark.reframe

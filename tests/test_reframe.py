@@ -1,7 +1,8 @@
 """The ReFrame side, for real: ReFrame runs in a subprocess on the `local` system, builds iobench
 through the IOBenchBuild fixture and runs it under mpirun with 2 ranks.
 
-One module-scoped run of the README's quick-suite command (ci/quick.sh) feeds most assertions;
+The session's one real run of the README's quick-suite command (ci/quick.sh, tests/conftest.py
+`quick_run`) feeds most assertions;
 the failure cases (impossible reference, malformed reference, killed or hung rank, unknown system)
 each run ReFrame on one small check.
 """
@@ -11,7 +12,6 @@ import pathlib
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -44,24 +44,8 @@ def write_refs(path, entries, require=False):
 FPP_KEY = 'backend=posix,mode=fpp,pattern=benchio,ranks=2,size=64,stripe=default'
 
 
-@pytest.fixture(scope='module')
-def quick(tmp_path_factory):
-    """The README's first command's suite step: ci/quick.sh into a temporary results dir."""
-    out = tmp_path_factory.mktemp('quick')
-    env = dict(os.environ, IOREGRESS_RESULTS=str(out))
-    env.pop('IOREGRESS_IOBENCH_DIR', None)      # the README's command: ReFrame builds iobench
-    t0 = time.monotonic()
-    # 30 min: 51 checks (SIONlib's among them), each iobench run captured by Darshan, then the
-    # Darshan index and the report; beside the other tests on 2 cores
-    proc = subprocess.run([str(REPO / 'ci' / 'quick.sh')], env=env, capture_output=True,
-                          text=True, timeout=1800)
-    proc.elapsed = time.monotonic() - t0
-    print(f'quick suite: {proc.elapsed:.1f} s', file=sys.stderr)
-    return out, proc
-
-
-def test_quick_suite_passes(quick):
-    out, proc = quick
+def test_quick_suite_passes(quick_run):
+    out, proc = quick_run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     cases = {c['io']: c for c in report_cases(out) if c['name'].startswith('BenchIO')}
     for io in REQUIRED:
@@ -75,8 +59,8 @@ def test_quick_suite_passes(quick):
         assert (out / what).exists(), what
 
 
-def test_quick_suite_writes_verified_results(quick):
-    out, _ = quick
+def test_quick_suite_writes_verified_results(quick_run):
+    out, _ = quick_run
     for case in report_cases(out):
         if case['name'].startswith('BenchIO') and case['result'] == 'pass':
             doc = json.loads((pathlib.Path(case['outputdir']) / 'result.json').read_text())
@@ -91,9 +75,9 @@ def test_quick_suite_writes_verified_results(quick):
                 assert not any(os.path.exists(f) for f in rep['files'])
 
 
-def test_quick_suite_draws_bandwidth_vs_ranks(quick):
+def test_quick_suite_draws_bandwidth_vs_ranks(quick_run):
     """A newcomer's first page: the quick suite's 1- and 2-rank series give the figure."""
-    out, proc = quick
+    out, proc = quick_run
     ranks = {c['num_tasks'] for c in report_cases(out) if c['name'].startswith('BenchIO')
              and c['result'] == 'pass'}
     assert {1, 2} <= ranks, ranks
@@ -102,8 +86,8 @@ def test_quick_suite_draws_bandwidth_vs_ranks(quick):
     assert 'no series with two or more rank counts' not in proc.stderr
 
 
-def test_build_happens_once_per_environment(quick):
-    out, _ = quick
+def test_build_happens_once_per_environment(quick_run):
+    out, _ = quick_run
     cases = report_cases(out)
     builds = [c for c in cases if c['name'].startswith('IOBenchBuild')]
     runs = [c for c in cases if c['name'].startswith('BenchIO') and c['result'] == 'pass']
@@ -128,8 +112,8 @@ def _perflog_records(path):
     return header, rows
 
 
-def test_perflog_line_has_contract_fields(quick):
-    out, _ = quick
+def test_perflog_line_has_contract_fields(quick_run):
+    out, _ = quick_run
     header, rows = _perflog_records(out / 'perflogs' / 'local' / 'default' / 'BenchIO.log')
     assert header[:len(PERFLOG_FIXED)] == PERFLOG_FIXED
     assert len(rows) >= len(REQUIRED)
@@ -180,6 +164,14 @@ def test_impossible_reference_is_a_performance_failure(tmp_path):
     case = [c for c in report_cases(tmp_path / 'rf') if c['name'].startswith('BenchIO')][0]
     assert case['result'] == 'fail' and case['fail_phase'] == 'performance'
     assert case['perfvalues']['local:default:write_bw'][1] == 1e9
+    # the terminal verdict (ci/quick.sh's last step) names the failure with ReFrame's reason
+    summary = subprocess.run([sys.executable, '-m', 'postprocess', 'summary', '--run', str(tmp_path / 'rf')],
+                             cwd=REPO, capture_output=True, text=True, timeout=300)
+    lines = summary.stdout.splitlines()
+    assert lines[0].startswith('ioregress: ') and ': 1 passed, 1 failed, 0 skipped' in lines[0], lines
+    assert any(re.match(r'  FAILED +BenchIO posix/fpp ranks=2 size=64 in performance: '
+                        r'performance error: failed to meet reference\(s\): write_bw=', line)
+               for line in lines), lines
 
 
 def test_reference_within_band_passes_and_missing_entry_fails_when_required(tmp_path):

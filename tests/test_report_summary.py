@@ -1,18 +1,15 @@
 """The terminal verdict (`python -m postprocess summary`) and ci/quick.sh ending with it.
 
-Inputs are real where cheap: a real quick run of four BenchIO checks through ci/quick.sh (one made
-to fail by an unreachable reference, three skipped when SIONlib is not built), and real detect
-findings of the synthetic perflog history; the issue-11 fields (`scope`, `since`, a `noisy` night)
-are added to those findings the way that issue describes them.
+Inputs are real where cheap: the session's one real quick run (tests/conftest.py `quick_run`), and
+real detect findings of the synthetic perflog history; the issue-11 fields (`scope`, `since`, a
+`noisy` night) are added to those findings the way that issue describes them.
 """
 import json
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.report_inputs import cases_for, ENV, make_run, pp, synthetic_findings
+from tests.support.report_inputs import cases_for, make_run, pp, synthetic_findings
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -96,17 +93,11 @@ def test_missing_run_dir_is_one_line(tmp_path):
 
 
 @pytest.mark.reframe
-def test_quick_sh_ends_with_the_verdict(tmp_path, iobench):
-    refs = tmp_path / 'refs.yaml'
-    refs.write_text("BenchIO:\n  $index: [$partition, iob_params]\n  'local:default':\n"
-                    "    'backend=mpiio,mode=collective,pattern=benchio,ranks=2,size=64,"
-                    "stripe=default':\n      write_bw: [90000000, -0.1, 3.0, MiB/s]\n")
-    out = tmp_path / 'quick'
-    proc = subprocess.run(
-        [str(REPO / 'ci' / 'quick.sh'), '-n', r'BenchIO.*(posix:fpp|mpiio:collective|sionlib:)',
-         '-S', f'reference_file={refs}'], capture_output=True, text=True, timeout=900,
-        env=dict(ENV, IOREGRESS_RESULTS=str(out), IOBENCH=iobench), cwd=tmp_path)
-    assert proc.returncode == 1, proc.stdout[-3000:]          # reframe's status: one failure
+def test_quick_sh_ends_with_the_verdict(quick_run):
+    """The session's one real quick run (tests/conftest.py): the terminal ends with the verdict,
+    ReFrame's own count of test cases (the build fixture among them), the skip reasons, then the
+    page's address. A failed check's line: tests/test_reframe.py's impossible reference."""
+    out, proc = quick_run
     report = json.loads((out / 'report.json').read_text())
     info = report['session_info']
     builds = sum(c['fixture'] and c['result'] == 'pass' for c in report['runs'][0]['testcases'])
@@ -116,17 +107,13 @@ def test_quick_sh_ends_with_the_verdict(tmp_path, iobench):
     failures, skipped = info['num_failures'], info['num_skipped']
     cases = info['num_cases']           # ReFrame's count, the build fixture included, as it says
     assert f'Ran {cases}/{cases} test case(s)' in proc.stdout
-    assert builds == 1 and summary[0] == (
-        f'ioregress: {cases} test cases (1 build): {cases - failures - skipped} passed, '
-        f'{failures} failed, {skipped} skipped')
-    assert failures == 1
-    assert re.match(r'  FAILED +BenchIO mpiio/collective ranks=2 size=64 in performance: '
-                    r'performance error: failed to meet reference\(s\): write_bw=', summary[2])
-    if skipped:          # SIONlib not built here: the reason comes from ReFrame's console
-        assert any(line.startswith(f'skipped {skipped}: backend sionlib') for line in summary)
+    assert builds == 1 and failures == 0 and summary[0] == (
+        f'ioregress: {cases} test cases (1 build): {cases - skipped} passed, 0 failed, '
+        f'{skipped} skipped')
+    if skipped:          # the reasons come from ReFrame's console
+        assert any(line.startswith(f'skipped {skipped}: ') for line in summary), summary
     page = out / 'post' / 'report' / 'index.html'
     assert summary[-1] == page.as_uri() and page.exists()
-    assert 'failed to meet reference' in page.read_text()
 
 
 def test_skip_reasons_from_reframe_console(tmp_path):

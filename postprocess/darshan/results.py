@@ -1,6 +1,7 @@
 """Find iobench's result document beside a Darshan log (what the index, diff and triage join on)."""
 import json
 import os
+import re
 
 RESULT_SCHEMA = 'iobench-result/1'
 
@@ -15,10 +16,15 @@ def load_json(path):
 
 def result_beside(log):
     """iobench's result document for a log: <stem>.json, else result.json (ReFrame's stage and
-    output directories), else the only iobench result in the log's directory; or None."""
+    output directories; result.pN.json for iobench.pN.darshan), else the only iobench result in
+    the log's directory; or None."""
     d = os.path.dirname(log) or '.'
     stem = os.path.basename(log)[:-len('.darshan')] if log.endswith('.darshan') else None
-    for name in ([stem + '.json'] if stem else []) + ['result.json']:
+    # a check's further processes: iobench.pN.darshan beside result.pN.json (iobench_lib/processes.py)
+    proc = re.search(r'\.(p\d+)$', stem or '')
+    names = [stem + '.json'] if stem else []
+    names += [f'result.{proc.group(1)}.json'] if proc else ['result.json']
+    for name in names:
         doc = load_json(os.path.join(d, name)) if os.path.isfile(os.path.join(d, name)) else None
         if isinstance(doc, dict) and doc.get('schema') == RESULT_SCHEMA:
             return doc

@@ -231,7 +231,7 @@ class IOBenchBase(rfm.RunOnlyRegressionTest, DarshanCapture, LustreStripe, Machi
                                             self.darshan_log if self.darshan_capture else None)
         self.postrun_cmds = launches + list(self.postrun_cmds)
         if self.darshan_capture:    # the other processes' logs, beside the first's
-            self.keep_files = self.keep_files + [f'{os.path.basename(self.darshan_log)}.p{i}'
+            self.keep_files = self.keep_files + [processes.log_name(os.path.basename(self.darshan_log), i)
                                                  for i in range(1, self.processes)]
         if not self.keep_data:
             # iobench deletes its files; what it left is listed for sanity, then the run dir goes

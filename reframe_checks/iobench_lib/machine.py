@@ -155,7 +155,9 @@ class MachineState:
         return []
 
     def machine_prepare(self, run_dir):
-        if self.current_partition.scheduler.registered_name in ('slurm', 'squeue'):
+        # not in a dry run: nothing runs, and squeue without a reachable controller waits ~2 s a job
+        if (self.current_partition.scheduler.registered_name in ('slurm', 'squeue')
+                and not self.is_dry_run()):
             self._machine_jobs = running_jobs(list(self.current_partition.access))
         extras = self.current_partition.extras
         return probe_commands(run_dir, extras.get('provenance_env', []),

@@ -26,6 +26,15 @@ def json_name(i):
     return FIRST_JSON if i == 0 else f'result.p{i}.json'
 
 
+def log_name(first, i):
+    """Process ``i``'s Darshan log beside the first's: ``iobench.darshan`` -> ``iobench.pN.darshan``
+    (still ``*.darshan``, as the index and a site's tools look for; ``.pN`` as its result.pN.json)."""
+    if i == 0:
+        return first
+    stem, dot, ext = first.rpartition('.')
+    return f'{stem}.p{i}.{ext}' if dot else f'{first}.p{i}'
+
+
 def options_for(opts, i, run_dir):
     """iobench's options for process ``i``: its own --dir and --json."""
     out = list(opts)
@@ -37,13 +46,13 @@ def options_for(opts, i, run_dir):
 def extra_launches(launcher, executable, opts, dirs, darshan_log=None):
     """Shell lines launching processes 1.. after the first (the job script's own launch): each
     with the same launcher and options but its own run directory and result file. A Darshan log
-    of the first process is not overwritten: the others write theirs beside it (``.pN``)."""
+    of the first process is not overwritten: the others write theirs beside it (log_name)."""
     lines = []
     for i, d in enumerate(dirs[1:], start=1):
         exe = executable
         if darshan_log:
             exe = exe.replace(shlex.quote(f'DARSHAN_LOGFILE={darshan_log}'),
-                              shlex.quote(f'DARSHAN_LOGFILE={darshan_log}.p{i}'))
+                              shlex.quote(f'DARSHAN_LOGFILE={log_name(darshan_log, i)}'))
         lines.append(' '.join([launcher, exe] + [shlex.quote(o) for o in options_for(opts, i, d)]))
     return lines
 
