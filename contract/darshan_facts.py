@@ -216,17 +216,18 @@ def _hdf5_facts(report, names, data_files):
         f = frames['fcounters']
         cols = [k for k in ('H5D_F_WRITE_TIME', 'H5D_F_READ_TIME', 'H5D_F_META_TIME') if k in f]
         times = f[cols].clip(lower=0).groupby(f['id']).sum()
+        counts = {'writes': 'H5D_WRITES', 'reads': 'H5D_READS', 'bytes_written': 'H5D_BYTES_WRITTEN',
+                  'bytes_read': 'H5D_BYTES_READ', 'use_mpiio_collective': 'H5D_USE_MPIIO_COLLECTIVE',
+                  'flushes': 'H5D_FLUSHES'}
+        present = [k for k in counts.values() if k in c]
+        table = c[present].clip(lower=0).groupby(c['id']).sum().join(times, how='left').fillna(0.0)
         datasets = {}
-        for i, g in c.groupby('id'):
-            t = times.loc[i] if i in times.index else {}
+        for i, row in zip(table.index, table.to_dict('records')):
             datasets[names.get(i, str(i))] = {
-                'write_time_s': float(t.get('H5D_F_WRITE_TIME', 0.0)),
-                'read_time_s': float(t.get('H5D_F_READ_TIME', 0.0)),
-                'meta_time_s': float(t.get('H5D_F_META_TIME', 0.0)),
-                'writes': _sum(g, 'H5D_WRITES'), 'reads': _sum(g, 'H5D_READS'),
-                'bytes_written': _sum(g, 'H5D_BYTES_WRITTEN'), 'bytes_read': _sum(g, 'H5D_BYTES_READ'),
-                'use_mpiio_collective': _sum(g, 'H5D_USE_MPIIO_COLLECTIVE'),
-                'flushes': _sum(g, 'H5D_FLUSHES')}
+                'write_time_s': float(row.get('H5D_F_WRITE_TIME', 0.0)),
+                'read_time_s': float(row.get('H5D_F_READ_TIME', 0.0)),
+                'meta_time_s': float(row.get('H5D_F_META_TIME', 0.0)),
+                **{key: int(row.get(col, 0)) for key, col in counts.items()}}
         out['h5d'] = datasets
     return out
 
