@@ -92,6 +92,21 @@ for spec in sys.argv[1:]:
         print(spec)
 PYEOF
 }
+# ADIOS2 from its PyPI sdist into ~/.cache/ioregress/adios2-<version>/ (~5 min the first time on
+# 2 cores, reused afterwards): started here, beside pip and the other tools' builds, whose serial
+# steps (downloads, configure scripts, Spack's solver) it overlaps; its log is in the cache.
+# IOREGRESS_NO_ADIOS2=1 skips it (the adios2 tests then skip).
+CACHE=${IOREGRESS_CACHE:-$HOME/.cache/ioregress}
+ADIOS2_PID=
+if [[ "${IOREGRESS_NO_ADIOS2:-0}" != 1 ]]; then
+    command -v g++ >/dev/null || apt_install g++     # ADIOS2 is C++
+    mkdir -p "$CACHE"
+    # its own process group, so that a setup that stops early stops the whole build too
+    setsid "$REPO/ci/build_adios2.sh" >"$CACHE/adios2-prefix.txt" 2>"$CACHE/adios2-build.log" &
+    ADIOS2_PID=$!
+    trap '[[ -z "$ADIOS2_PID" ]] || kill -- -"$ADIOS2_PID" 2>/dev/null' EXIT
+fi
+
 mapfile -t pip_missing < <(pip_specs_missing "${PIP_PACKAGES[@]}")
 if ((${#pip_missing[@]})); then
     echo "ci/setup.sh: pip install ${pip_missing[*]}"
@@ -112,15 +127,7 @@ if ! "$PY" "$REPO/ci/installed_here.py" 2>/dev/null; then
     "$PY" "$REPO/ci/installed_here.py"
 fi
 
-# --- optional libraries: the ADIOS2 build (ci/build_adios2.sh) goes here ---
-# ADIOS2 from its PyPI sdist into ~/.cache/ioregress/adios2-<version>/ (~4-7 min the first time on
-# 2 cores, reused afterwards). IOREGRESS_NO_ADIOS2=1 skips it (the adios2 tests then skip).
 CMAKE_EXTRA=()
-if [[ "${IOREGRESS_NO_ADIOS2:-0}" != 1 ]]; then
-    command -v g++ >/dev/null || apt_install g++     # ADIOS2 is C++
-    ADIOS2_PREFIX=$("$REPO/ci/build_adios2.sh" | tail -n 1)
-    CMAKE_EXTRA+=("-DCMAKE_PREFIX_PATH=$ADIOS2_PREFIX")
-fi
 
 # The tools the suite runs beside, each built once into the cache (stamp file; a second setup
 # reuses them in milliseconds): darshan-runtime with its HDF5 module (the quick suite captures
@@ -140,6 +147,18 @@ tool_prefix build_ior.sh >/dev/null
 SIONLIB_PREFIX=$(tool_prefix build_sionlib.sh)
 [[ -z "$SIONLIB_PREFIX" ]] || CMAKE_EXTRA+=("-DSIONLIB_ROOT=$SIONLIB_PREFIX")
 tool_prefix build_spack.sh >/dev/null
+
+if [[ -n "$ADIOS2_PID" ]]; then
+    adios2_rc=0
+    wait "$ADIOS2_PID" || adios2_rc=$?
+    ADIOS2_PID=
+    if ((adios2_rc != 0)); then
+        tail -n 30 "$CACHE/adios2-build.log" >&2
+        echo "ci/setup.sh: ci/build_adios2.sh failed (log: $CACHE/adios2-build.log)" >&2; exit 1
+    fi
+    tail -n 1 "$CACHE/adios2-build.log" >&2
+    CMAKE_EXTRA+=("-DCMAKE_PREFIX_PATH=$(tail -n 1 "$CACHE/adios2-prefix.txt")")
+fi
 
 if [[ "${IOREGRESS_NO_BUILD:-0}" != 1 ]]; then
     cmake -S "$REPO/src" -B "$BUILD_DIR" "${CMAKE_EXTRA[@]}" >/dev/null
