@@ -81,6 +81,7 @@ def test_features_follow_what_is_installed(tmp_path):
 
 def test_adios2_cache_picks_newest_complete_install(tmp_path, monkeypatch):
     monkeypatch.delenv('IOREGRESS_ADIOS2_DIR', raising=False)
+    monkeypatch.delenv('IOREGRESS_CACHE', raising=False)
     monkeypatch.setenv('HOME', str(tmp_path))
     cache = tmp_path / '.cache' / 'ioregress'
     (cache / 'adios2-2.9.2' / 'lib64' / 'cmake' / 'adios2').mkdir(parents=True)
@@ -91,6 +92,12 @@ def test_adios2_cache_picks_newest_complete_install(tmp_path, monkeypatch):
     # interrupted: CMake package there, but build_adios2.sh never wrote its stamp
     (cache / 'adios2-2.12.0' / 'lib' / 'cmake' / 'adios2').mkdir(parents=True)
     assert installed.adios2_dir() == str(cache / 'adios2-2.10.2')
+    # setup's cache elsewhere ($IOREGRESS_CACHE): looked for there, as ci/build_adios2.sh puts it
+    other = tmp_path / 'elsewhere'
+    (other / 'adios2-2.11.0' / 'lib' / 'cmake' / 'adios2').mkdir(parents=True)
+    (other / 'adios2-2.11.0' / '.ioregress-complete').touch()
+    monkeypatch.setenv('IOREGRESS_CACHE', str(other))
+    assert installed.adios2_dir() == str(other / 'adios2-2.11.0')
 
 
 def test_sionlib_root_needs_sionconfig(tmp_path, monkeypatch):

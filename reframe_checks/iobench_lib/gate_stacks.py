@@ -12,8 +12,10 @@ Imported by configs/systems/local.py (``from iobench_lib import gate_stacks``), 
 import copy
 import os
 
+from iobench_lib import installed
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CACHE = os.path.expanduser('~/.cache/ioregress')
+CACHE = installed.cache_dir()     # $IOREGRESS_CACHE, else ~/.cache/ioregress
 #: the second ADIOS2 (ci/build_adios2.sh builds 2.11.0 by default)
 ADIOS2_OTHER = '2.10.1'
 
@@ -34,7 +36,7 @@ def _derive(base, name, env_vars=(), adios2=None, hints=None):
         extras['cmake_prefix_path'] = [p for p in extras.get('cmake_prefix_path', [])
                                        if p != old] + [prefix]
         # built once by the gate before the stack's first run (idempotent: a stamped install
-        # is reused); IOREGRESS_CACHE set here because ci/nightly.sh uses that name otherwise
+        # is reused), into the cache this prefix names
         extras['gate_setup'] = [f'test -f {prefix}/.ioregress-complete || '
                                 f'ADIOS2_PYPI_VERSION={adios2} IOREGRESS_CACHE={CACHE} '
                                 f'{REPO}/ci/build_adios2.sh >/dev/null']

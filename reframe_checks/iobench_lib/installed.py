@@ -51,12 +51,12 @@ def _cached(name, probe):
 
 
 def adios2_dir():
-    """ADIOS2 install prefix: $IOREGRESS_ADIOS2_DIR, else the newest ~/.cache/ioregress/adios2-*/
+    """ADIOS2 install prefix: $IOREGRESS_ADIOS2_DIR, else the newest $IOREGRESS_CACHE/adios2-*/
     (what ci/build_adios2.sh installs). A prefix counts only if it has lib*/cmake/adios2, and a cache
     install only once build_adios2.sh wrote its completion stamp (an interrupted build does not count)."""
     env = ioregress_env.get('IOREGRESS_ADIOS2_DIR')
     candidates = [env] if env else sorted(
-        glob.glob(os.path.expanduser('~/.cache/ioregress/adios2-*')), key=_version_key, reverse=True)
+        glob.glob(os.path.join(cache_dir(), 'adios2-*')), key=_version_key, reverse=True)
     for prefix in candidates:
         stamped = env or os.path.exists(os.path.join(prefix, '.ioregress-complete'))
         if prefix and stamped and glob.glob(os.path.join(prefix, 'lib*', 'cmake', 'adios2')):
