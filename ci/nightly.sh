@@ -334,7 +334,7 @@ echo
 say "results: $run (report.json, JUnit junit.xml, post/); history: $results/store"
 # The verdict for a person: counts, each regression / system-wide change / failure, the page's file:// URL.
 (cd "$REPO" && "$PYTHON" -m postprocess summary --run "$run") \
-    || say "could not summarise the run (see above); html: $run/post/report/index.html"
+    || say "the summary could not judge this run (status $?; see above); html: $run/post/report/index.html"
 status=0
 ((regression)) && status=3
 ((rf_status != 0 || post_failed)) && status=1

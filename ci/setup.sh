@@ -102,7 +102,7 @@ if [[ "${IOREGRESS_NO_ADIOS2:-0}" != 1 ]]; then
     command -v g++ >/dev/null || apt_install g++     # ADIOS2 is C++
     mkdir -p "$CACHE"
     # its own process group, so that a setup that stops early stops the whole build too
-    setsid "$REPO/ci/build_adios2.sh" >"$CACHE/adios2-prefix.txt" 2>"$CACHE/adios2-build.log" &
+    setsid "$REPO/ci/build_adios2.sh" >"$CACHE/build-adios2.prefix" 2>"$CACHE/build-adios2.log" &
     ADIOS2_PID=$!
     trap '[[ -z "$ADIOS2_PID" ]] || kill -- -"$ADIOS2_PID" 2>/dev/null' EXIT
 fi
@@ -153,11 +153,11 @@ if [[ -n "$ADIOS2_PID" ]]; then
     wait "$ADIOS2_PID" || adios2_rc=$?
     ADIOS2_PID=
     if ((adios2_rc != 0)); then
-        tail -n 30 "$CACHE/adios2-build.log" >&2
-        echo "ci/setup.sh: ci/build_adios2.sh failed (log: $CACHE/adios2-build.log)" >&2; exit 1
+        tail -n 30 "$CACHE/build-adios2.log" >&2
+        echo "ci/setup.sh: ci/build_adios2.sh failed (log: $CACHE/build-adios2.log)" >&2; exit 1
     fi
-    tail -n 1 "$CACHE/adios2-build.log" >&2
-    CMAKE_EXTRA+=("-DCMAKE_PREFIX_PATH=$(tail -n 1 "$CACHE/adios2-prefix.txt")")
+    tail -n 1 "$CACHE/build-adios2.log" >&2
+    CMAKE_EXTRA+=("-DCMAKE_PREFIX_PATH=$(tail -n 1 "$CACHE/build-adios2.prefix")")
 fi
 
 if [[ "${IOREGRESS_NO_BUILD:-0}" != 1 ]]; then

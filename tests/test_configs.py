@@ -91,6 +91,7 @@ def test_adios2_cache_picks_newest_complete_install(tmp_path, monkeypatch):
     (cache / 'adios2-2.11.0').mkdir(parents=True)   # incomplete: no CMake package
     # interrupted: CMake package there, but build_adios2.sh never wrote its stamp
     (cache / 'adios2-2.12.0' / 'lib' / 'cmake' / 'adios2').mkdir(parents=True)
+    (cache / 'adios2-build.log').write_text('')     # a file named like a build, beside them
     assert installed.adios2_dir() == str(cache / 'adios2-2.10.2')
     # setup's cache elsewhere ($IOREGRESS_CACHE): looked for there, as ci/build_adios2.sh puts it
     other = tmp_path / 'elsewhere'

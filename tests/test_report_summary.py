@@ -85,6 +85,19 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, damage, message):
     assert sorted(p.name for p in run.rglob('*')) == before
 
 
+@pytest.mark.parametrize('report', [None, {'runs': [{'testcases': []}]}])
+def test_a_run_where_nothing_ran_cannot_be_judged(tmp_path, report):
+    """ReFrame died before its report (a broken config), or ran nothing: the summary says it cannot
+    judge and exits 1, never "nothing needs attention"."""
+    run = make_run(tmp_path, [], report)
+    if report is None:
+        (run / 'report.json').unlink()
+    proc = pp('summary', '--run', run)
+    assert proc.returncode == 1, proc.stderr
+    assert 'cannot judge: no test case ran' in proc.stdout
+    assert 'nothing needs attention' not in proc.stdout
+
+
 def test_missing_run_dir_is_one_line(tmp_path):
     proc = pp('summary', '--run', tmp_path / 'nope')
     assert proc.returncode == 2

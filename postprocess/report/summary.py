@@ -4,7 +4,8 @@
 
 reads RUN_DIR/report.json (ReFrame), RUN_DIR/post/detect.json (findings) and
 RUN_DIR/post/verdict.json (tonight's confirmed flags, written by ci/nightly.sh), RUN_DIR/reframe.out
-(skip reasons), each when present, and points at RUN_DIR/post/report/index.html.
+(skip reasons), each when present, and points at RUN_DIR/post/report/index.html. Exit status 1
+when no test case ran (no report, or an empty one): it cannot judge, and says so.
 """
 import os
 import pathlib
@@ -73,12 +74,20 @@ def case_count(counts):
         (f' ({builds} build{"s" if builds != 1 else ""})' if builds else '')
 
 
+def nothing_ran(result):
+    """No test case counted (no ReFrame report, or one that ran nothing): no verdict to give."""
+    return not sum(v for k, v in result['counts'].items() if k != 'builds')
+
+
 def render(result, page=None):
     c = result['counts']
     lines = [f'ioregress: {case_count(c)}: {c["passed"]} passed, {c["failed"]} failed, '
              f'{c["skipped"]} skipped' + (f', {c["other"]} other' if c['other'] else '')]
     attention = result['attention']
-    if attention:
+    if nothing_ran(result) and not attention:
+        # fail closed: "nothing needs attention" would be said of a night that measured nothing
+        lines.append('cannot judge: no test case ran, so nothing is known of this run')
+    elif attention:
         lines.append(f'{len(attention)} need{"s" if len(attention) == 1 else ""} attention:')
         for a in attention[:MAX_LINES]:
             lines += [format_line(a)] + why_text.terminal_lines(a)   # postprocess/why: what changed
@@ -131,4 +140,4 @@ def run(args):
     from postprocess.accept.page import summary_lines     # accepted changes (postprocess/accept/)
     for line in summary_lines(findings):
         print(line)
-    return 0
+    return 1 if nothing_ran(result) else 0

@@ -31,7 +31,8 @@ def hdf5_parallel_prefix(pkg='hdf5-openmpi'):
 
 
 def _version_key(path):
-    return [int(x) if x.isdigit() else x for x in re.split(r'[.-]', os.path.basename(path))]
+    # (0, number) before (1, word): 'dev', a hash or a file name never meets an int
+    return [(0, int(x)) if x.isdigit() else (1, x) for x in re.split(r'[.-]', os.path.basename(path))]
 
 
 def cache_dir():
@@ -56,7 +57,7 @@ def adios2_dir():
     install only once build_adios2.sh wrote its completion stamp (an interrupted build does not count)."""
     env = ioregress_env.get('IOREGRESS_ADIOS2_DIR')
     candidates = [env] if env else sorted(
-        glob.glob(os.path.join(cache_dir(), 'adios2-*')), key=_version_key, reverse=True)
+        glob.glob(os.path.join(cache_dir(), 'adios2-[0-9]*')), key=_version_key, reverse=True)
     for prefix in candidates:
         stamped = env or os.path.exists(os.path.join(prefix, '.ioregress-complete'))
         if prefix and stamped and glob.glob(os.path.join(prefix, 'lib*', 'cmake', 'adios2')):
