@@ -204,3 +204,51 @@ def test_a_store_of_the_one_table_layout_still_reads_and_a_rewrite_replaces_it(r
     assert again.returncode == 0, again.stderr
     assert parquet_files(store) == pair
     assert duckdb.sql(f"SELECT count(*) FROM {scan(store)}").fetchone()[0] == 155 * 10 - 1
+
+
+# Two imports of the same sources at once (a first night started twice): the second one's renames
+# are forced between the first one's two; each child runs `import` whole, real DuckDB and files.
+RACER = r'''
+import os, sys, time
+from postprocess.history import store
+role, sync = sys.argv[1], sys.argv[2]
+place = store._place
+
+def wait(path):
+    deadline = time.time() + 5      # the other writer may be held by the store's turn: go on
+    while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.02)
+
+def slow_place(tmp, where, name, ext):
+    out = place(tmp, where, name, ext)
+    if role == 'first' and ext == store.REPS:
+        open(os.path.join(sync, 'first-placed-reps'), 'w').close()
+        wait(os.path.join(sync, 'second-done'))
+    return out
+
+store._place = slow_place
+if role == 'second':
+    wait(os.path.join(sync, 'first-placed-reps'))
+from postprocess.cli import main
+status = main(sys.argv[3:])
+open(os.path.join(sync, role + '-done'), 'w').close()
+sys.exit(status)
+'''
+
+
+def test_two_imports_at_once_leave_every_run_with_its_repetitions(results, tmp_path):
+    store = results / 'store'
+    shutil.rmtree(store)
+    sync = tmp_path / 'sync'
+    sync.mkdir()
+    argv = ['import', '--perflogs', str(results / 'perflogs'), '--store', str(store)]
+    procs = [subprocess.Popen([sys.executable, '-c', RACER, role, str(sync), *argv], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for role in ('first', 'second')]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert (sync / 'first-placed-reps').exists()
+    rows = duckdb.sql(f"SELECT count(*), count(phase), count(DISTINCT night) "
+                      f"FROM {scan(store)}").fetchone()
+    assert rows == (155 * 10 - 1, 155 * 10 - 1, 12)
+    assert not list(store.rglob('.*'))

@@ -10,9 +10,10 @@ columns (and whole, as JSON); the repetition table only (write_id, seq, phase, r
 seconds), so an import writes 10^7 narrow rows, not 10^7 of ~40 columns. Readers see store rows
 (``scan_sql``: one per repetition and phase, a run without any: one row, phase NULL), and files of
 the one-table layout of 0.1.0 as they are. A file is written once, under a temporary name in its
-directory, then renamed: many writers at once need no lock, and a reader sees a file whole or not
-at all. ``run_rows_sql`` makes run rows from parsed runs (history/parse.py), whatever they came from.
+directory, then renamed: many writers at once write at once, only their renames take turns (a
+writer's pair of files lands together), and a reader sees a file whole or not at all. ``run_rows_sql`` makes run rows from parsed runs (history/parse.py), whatever they came from.
 """
+import contextlib
 import datetime
 import hashlib
 import json
@@ -164,6 +165,7 @@ def write(runs, reps, store, name, con=None):
     (write_id, seq). Each file is written under a temporary name beside it and renamed, the
     repetitions first: a reader never sees a run whose repetitions are still to come, and a
     run table replaced meanwhile only loses its repetitions for that moment (a new write_id).
+    Writers take turns for their renames (``_placing``): the last one's pair stands whole.
     A file of that name already there is replaced whole, and the one-table file ``<name>.parquet``
     this writer made before is removed (its rows are rewritten). Returns the paths."""
     con = con or engine.connect()
@@ -179,14 +181,36 @@ def write(runs, reps, store, name, con=None):
         con.execute(f"COPY (SELECT * EXCLUDE (run_id), {write_id}::UUID AS write_id FROM {runs}) "
                     f"TO {engine.quote(os.path.join(tmp, 'runs'))} (FORMAT parquet, "
                     f"COMPRESSION zstd, {part}, WRITE_PARTITION_COLUMNS true)")
-        out = _place(os.path.join(tmp, 'reps'), store, name, REPS)
-        out += _place(os.path.join(tmp, 'runs'), store, name, RUNS)
-        for old in glob_old(store, name):
-            os.remove(old)
+        with _placing(store):
+            out = _place(os.path.join(tmp, 'reps'), store, name, REPS)
+            out += _place(os.path.join(tmp, 'runs'), store, name, RUNS)
+            for old in glob_old(store, name):
+                os.remove(old)
         return sorted(out)
     finally:
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _placing(store):
+    """Hold the store while a writer renames its pair of files into place: two writers of one
+    name (two nightlies importing the same perflogs at once) interleaving their renames would
+    leave one's run table beside the other's repetitions, and those runs without any. An flock
+    on the store directory; where the file system has none (Lustre mounted without -o flock),
+    the renames go on unheld."""
+    import errno
+    import fcntl
+    fd = os.open(store, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as err:
+            if err.errno not in (errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK, errno.EINVAL):
+                raise
+        yield
+    finally:
+        os.close(fd)        # releases the lock
 
 
 def glob_old(store, name):
