@@ -88,3 +88,16 @@ def test_a_lost_process_fails_the_check_by_name(tmp_path):
     assert case['result'] == 'fail'
     assert 'process 2: no result document' in case['fail_reason']
     assert 'process 1' not in case['fail_reason']
+
+
+def test_the_names_a_check_writes_are_the_names_the_index_reads():
+    """One module names a further process's files (contract/process_files.py): every name the
+    check writes is read back as that process's, and no other log is taken for one."""
+    from contract import process_files as names
+    for i in range(12):
+        log = names.log_name('iobench.darshan', i)
+        assert names.json_of_log(log) == names.json_name(i)
+        assert names.further_process(log) == (f'p{i}' if i else None)
+    for other in ('iobench.darshan', 'iobench.p0.darshan', 'x.pN.darshan', 'iobench.p1.json',
+                  'run.p1/iobench.darshan'):
+        assert names.further_process(other) is None, other

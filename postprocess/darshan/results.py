@@ -1,7 +1,8 @@
 """Find iobench's result document beside a Darshan log (what the index, diff and triage join on)."""
 import json
 import os
-import re
+
+from contract.process_files import further_process, json_of_log  # noqa: F401 (the index's)
 
 RESULT_SCHEMA = 'iobench-result/1'
 
@@ -14,21 +15,13 @@ def load_json(path):
         return None
 
 
-def further_process(log):
-    """'pN' for iobench.pN.darshan, the log of process N >= 1 of a check of several processes
-    (reframe_checks/iobench_lib/processes.py: log_name); None for any other log."""
-    m = re.search(r'\.(p\d+)\.darshan$', os.path.basename(log))
-    return m.group(1) if m else None
-
-
 def result_beside(log):
     """iobench's result document for a log: <stem>.json, else result.json (ReFrame's stage and
     output directories; result.pN.json for iobench.pN.darshan), else the only iobench result in
     the log's directory; or None."""
     d = os.path.dirname(log) or '.'
     stem = os.path.basename(log)[:-len('.darshan')] if log.endswith('.darshan') else None
-    proc = further_process(log)
-    names = ([stem + '.json'] if stem else []) + [f'result.{proc}.json' if proc else 'result.json']
+    names = ([stem + '.json'] if stem else []) + [json_of_log(log)]
     for name in names:
         doc = load_json(os.path.join(d, name)) if os.path.isfile(os.path.join(d, name)) else None
         if isinstance(doc, dict) and doc.get('schema') == RESULT_SCHEMA:

@@ -14,25 +14,12 @@ Pure functions, no ReFrame: the run directories, the extra launch lines, the mer
 """
 import shlex
 
-FIRST_JSON = 'result.json'
+from contract.process_files import json_name, log_name  # noqa: F401 (base.py asks processes.)
 
 
 def run_dirs(first, count):
     """The run directories of ``count`` processes: the first and its siblings ``first.pN``."""
     return [first] + [f'{first}.p{i}' for i in range(1, count)]
-
-
-def json_name(i):
-    return FIRST_JSON if i == 0 else f'result.p{i}.json'
-
-
-def log_name(first, i):
-    """Process ``i``'s Darshan log beside the first's: ``iobench.darshan`` -> ``iobench.pN.darshan``
-    (still ``*.darshan``, as the index and a site's tools look for; ``.pN`` as its result.pN.json)."""
-    if i == 0:
-        return first
-    stem, dot, ext = first.rpartition('.')
-    return f'{stem}.p{i}.{ext}' if dot else f'{first}.p{i}'
 
 
 def options_for(opts, i, run_dir):
