@@ -226,9 +226,18 @@ def pytest_xdist_make_scheduler(config, log):
 
     class WrittenGroups(LoadGroupScheduling):
         """loadgroup with the groups the workers wrote (all collected the same tests, or xdist stops).
-        Called once every worker has sent its collection, so every file is there. xdist's largest-
-        first order of groups still holds: the Slurm group (~3 min quiet) starts at once."""
+        Called once every worker has sent its collection, so every file is there. The longest
+        groups start first (the quick suite's real run, ~3 min quiet and 7 beside the other tests;
+        then the Slurm group, ~3 min): xdist's own order, by count of tests, would start them after
+        larger groups of short tests and leave them last; then xdist's largest-first order."""
         groups = None
+        FIRST = ("quick-run", "slurm")
+
+        def _assign_work_unit(self, node):
+            for scope in reversed(self.FIRST):
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
         def _split_scope(self, nodeid):
             if self.groups is None:
