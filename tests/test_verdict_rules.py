@@ -242,3 +242,22 @@ def test_a_run_is_judged_against_runs_of_as_many_nights():
     one, three, seven = (float(us.run_low(m, k)) for k in (1, 3, 7))
     assert three > one + 1.0            # e**1: a run of three needs far less than one night
     assert seven >= three
+
+
+def test_row_quantiles_are_numpys_to_the_bit():
+    """rules.row_median_quantiles stands in for numpy's nanmedian/nanquantile over rows (their 2-D
+    forms loop in Python): the same floats, ties, NaN gaps and single values included, so the
+    verdict's JSON stays byte for byte what it was."""
+    from postprocess.detect.rules import row_median_quantiles
+    rng = np.random.default_rng(7)
+    for trial in range(400):
+        rows, width = int(rng.integers(1, 12)), int(rng.integers(1, 90))
+        x = rng.normal(size=(rows, width)) * rng.choice([1e-3, 1.0, 100.0])
+        if trial % 3 == 0:
+            x = np.round(x, 1)                                  # ties
+        x[rng.random((rows, width)) < rng.random() * 0.9] = np.nan
+        x[np.arange(rows), rng.integers(0, width, rows)] = rng.normal(size=rows)
+        mid, q10, q90 = row_median_quantiles(x, (0.1, 0.9))
+        want = [np.nanmedian(x, axis=1), *np.nanquantile(x, (0.1, 0.9), axis=1)]
+        for got, exp in zip((mid, q10, q90), want):
+            assert np.array_equal(got, exp), trial

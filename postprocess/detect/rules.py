@@ -140,8 +140,7 @@ class _Usual:
         if not enough.any():
             return
         rows, at = rows[enough], s[enough]
-        mid = np.nanmedian(rows, axis=1)
-        q10, q90 = np.nanquantile(rows, (0.1, 0.9), axis=1)
+        mid, q10, q90 = row_median_quantiles(rows, (0.1, 0.9))
         lo_sp = np.maximum((mid - q10) / NORMAL_Q10, opt['spread_floor'])
         hi_sp = np.maximum((q90 - mid) / NORMAL_Q10, opt['spread_floor'])
         # Student's t on the runs that do not overlap: count // k of them
@@ -185,6 +184,27 @@ def trailing_medians(x, window):
     some = np.flatnonzero(count)
     k = count[some]
     out[some] = (rows[some, (k - 1) // 2] + rows[some, k // 2]) / 2.0
+    return out
+
+
+def row_median_quantiles(rows, qs):
+    """(median, *quantiles qs) of each row's values that are not NaN, equal to numpy's
+    ``nanmedian`` and ``nanquantile`` (method 'linear', its interpolation step for step), whose
+    2-D forms run one Python call per row (9 of a warm detect's 11 s over 200 series). Every
+    row holds a value."""
+    srt = np.sort(rows, axis=1)                     # NaN last
+    n = (~np.isnan(srt)).sum(axis=1)
+    i = np.arange(len(srt))
+    out = [(srt[i, (n - 1) // 2] + srt[i, n // 2]) / 2.0]
+    for q in qs:
+        virtual = (n - 1) * q
+        prev = np.floor(virtual)
+        above = virtual >= n - 1                    # numpy takes the last value there
+        gamma = virtual - np.where(above, -1.0, prev)
+        a = srt[i, np.where(above, n - 1, prev).astype(np.intp)]
+        b = srt[i, np.where(above, n - 1, prev + 1).astype(np.intp)]
+        diff = b - a
+        out.append(np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma))
     return out
 
 
