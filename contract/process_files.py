@@ -32,4 +32,4 @@ def further_process(log):
 def json_of_log(log):
     """The result document's name a log of ``log_name`` pairs with: result.pN.json or result.json."""
     proc = further_process(log)
-    return f'result.{proc}.json' if proc else FIRST_JSON
+    return json_name(int(proc[1:]) if proc else 0)

@@ -182,9 +182,14 @@ def trailing_medians(x, window):
     count = np.isfinite(rows).sum(axis=1)
     out = np.full(len(x), np.nan)
     some = np.flatnonzero(count)
-    k = count[some]
-    out[some] = (rows[some, (k - 1) // 2] + rows[some, k // 2]) / 2.0
+    out[some] = _sorted_medians(rows[some], count[some])
     return out
+
+
+def _sorted_medians(srt, n):
+    """The median of each sorted row's first ``n`` values (NaN sorted after them), as numpy's."""
+    i = np.arange(len(srt))
+    return (srt[i, (n - 1) // 2] + srt[i, n // 2]) / 2.0
 
 
 def row_median_quantiles(rows, qs):
@@ -195,7 +200,7 @@ def row_median_quantiles(rows, qs):
     srt = np.sort(rows, axis=1)                     # NaN last
     n = (~np.isnan(srt)).sum(axis=1)
     i = np.arange(len(srt))
-    out = [(srt[i, (n - 1) // 2] + srt[i, n // 2]) / 2.0]
+    out = [_sorted_medians(srt, n)]
     for q in qs:
         virtual = (n - 1) * q
         prev = np.floor(virtual)

@@ -11,7 +11,8 @@ seconds), so an import writes 10^7 narrow rows, not 10^7 of ~40 columns. Readers
 (``scan_sql``: one per repetition and phase, a run without any: one row, phase NULL), and files of
 the one-table layout of 0.1.0 as they are. A file is written once, under a temporary name in its
 directory, then renamed: many writers at once write at once, only their renames take turns (a
-writer's pair of files lands together), and a reader sees a file whole or not at all. ``run_rows_sql`` makes run rows from parsed runs (history/parse.py), whatever they came from.
+writer's pair of files lands together), and a reader sees a file whole or not at all.
+``run_rows_sql`` makes run rows from parsed runs (history/parse.py), whatever they came from.
 """
 import contextlib
 import datetime
