@@ -16,8 +16,20 @@ _CON = None
 MACROS = r"""
 CREATE OR REPLACE MACRO perf_head(x) AS regexp_matches(x, '^\w+_var=\w+_value$')
   AND regexp_extract(x, '^(\w+)_var=', 1) || '_value' = x[strpos(x, '=') + 1:];
+-- TRY_CAST(trim(x) AS DOUBLE): the cast itself skips ASCII spaces; trim (a walk over the text)
+-- only where the cast fails, for the other space separators trim cuts
+CREATE OR REPLACE MACRO to_double(x) AS coalesce(TRY_CAST(x AS DOUBLE), TRY_CAST(trim(x) AS DOUBLE));
+-- a cast that fails is slow: the 'None' ReFrame logs for a threshold not given is not tried
 CREATE OR REPLACE MACRO finite_or_null(x) AS
-  CASE WHEN isfinite(TRY_CAST(trim(x) AS DOUBLE)) THEN TRY_CAST(trim(x) AS DOUBLE) END;
+  CASE WHEN x IN ('None', '') THEN NULL WHEN isfinite(to_double(x)) THEN to_double(x) END;
+-- trim(x) and rtrim(x, c) walk the whole string (a line, an iob_reps): called only where an end
+-- shows something to cut (what trim cuts is a space or a non-ASCII space separator)
+CREATE OR REPLACE MACRO trim_ends(x) AS
+  CASE WHEN ord(left(x, 1)) BETWEEN 33 AND 127 AND NOT regexp_matches(x, '[^!-\x7f]$')
+       THEN x ELSE trim(x) END;
+CREATE OR REPLACE MACRO rtrim_cr(x) AS CASE WHEN ends_with(x, chr(13)) THEN rtrim(x, chr(13)) ELSE x END;
+CREATE OR REPLACE MACRO rtrim_pipes(x) AS
+  CASE WHEN ends_with(x, chr(13)) OR ends_with(x, '|') THEN rtrim(rtrim(x, chr(13)), '|') ELSE x END;
 CREATE OR REPLACE MACRO pyrepr(s) AS
   CASE WHEN contains(s, '''') AND NOT contains(s, '"')
        THEN '"' || replace(s, '\', '\\') || '"'

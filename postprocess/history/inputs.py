@@ -144,6 +144,10 @@ def source_parsed(query, diag, warnings):
                 ORDER BY prio, run_id) = 1''')
     runs, reps = parse.parse(union)
     diag.extend(parse.diagnostics(union, runs))
+    # the texts are read: their memory goes back to the engine (at 10^6 lines, kept, they
+    # push an import past its memory limit into spilling)
+    for table in {union, *(t for t, _ in texts)}:
+        con.execute(f'DROP TABLE {table}')
     if query.perflogs and not con.execute(f'SELECT count(*) FROM {runs}').fetchone()[0] \
             and not query.db and not query.store:
         raise _no_lines(query, diag)

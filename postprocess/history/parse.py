@@ -29,7 +29,7 @@ TEXT_COLUMNS = (
 
 RUNS_SQL = r"""
 SELECT run_id, source, t, tzoff, system, partition, environ, "check", params, jobid, result,
-       reframe, session, session_start, session_tzoff, testcase, reps_text,
+       reframe, session, session_start, session_tzoff, testcase,
        CASE WHEN prov_text = '' THEN '{{}}'
             WHEN json_valid(prov_text) THEN prov_text
             ELSE json_object('raw', prov_text) END AS provenance,
@@ -44,9 +44,9 @@ WHERE bad IS NULL AND params NOT IN ('null', 'None', '')
 # winning (as a dict would), its items in order, numbers or NULL
 ITEMS_SQL = r"""
 WITH parts AS (
-  SELECT run_id, unnest(string_split(trim(reps_text), ';')) AS part,
-         generate_subscripts(string_split(trim(reps_text), ';'), 1) AS pi
-  FROM {runs} WHERE run_id IN (SELECT run_id FROM {suspect})),
+  SELECT run_id, unnest(string_split(trim_ends(reps_text), ';')) AS part,
+         generate_subscripts(string_split(trim_ends(reps_text), ';'), 1) AS pi
+  FROM {text} WHERE run_id IN (SELECT run_id FROM {suspect})),
 named AS (
   SELECT run_id, pi, trim(split_part(part, '=', 1)) AS phase,
          part[strpos(part, '=') + 1:] AS items
@@ -58,43 +58,45 @@ items AS (
   FROM named),
 nums AS (
   SELECT run_id, pi, ii, phase, item,
-         TRY_CAST(trim(split_part(item, ':', 1)) AS DOUBLE) AS bytes,
+         to_double(split_part(item, ':', 1)) AS bytes,
          CASE WHEN strpos(item, ':') > 0
-              THEN TRY_CAST(trim(item[strpos(item, ':') + 1:]) AS DOUBLE) END AS seconds,
+              THEN to_double(item[strpos(item, ':') + 1:]) END AS seconds,
          coalesce(isfinite(bytes) AND isfinite(seconds) AND bytes >= 0 AND seconds > 0, false) AS ok
   FROM items WHERE item <> '')
 """
 
-# one row per usable repetition: list functions per run, one unnest (a phase named twice: its
-# later part wins, as a dict would)
+# one row per usable repetition: list functions per run, an unnest per phase, then per
+# repetition (a phase named twice: its later part wins, as a dict would)
 REPS_SQL = r"""
 WITH p AS (
-  SELECT run_id, list_filter(string_split(trim(reps_text), ';'),
+  SELECT run_id, list_filter(string_split(trim_ends(reps_text), ';'),
                              x -> strpos(x, '=') > 0 AND trim(split_part(x, '=', 1)) <> '') AS parts
-  FROM {runs}),
+  FROM {text} SEMI JOIN {runs} USING (run_id)),
 q AS (
   SELECT run_id, list_filter(parts, (x, i) -> NOT list_contains(
            list_transform(parts[i + 1:], y -> trim(split_part(y, '=', 1))),
            trim(split_part(x, '=', 1)))) AS parts
   FROM p)
-SELECT run_id, unnest(flatten(list_transform(parts, x -> list_transform(
-    list_filter(list_transform(string_split(x[strpos(x, '=') + 1:], ','),
-                               it -> {{'b': TRY_CAST(trim(split_part(it, ':', 1)) AS DOUBLE),
-                                      's': CASE WHEN strpos(it, ':') > 0 THEN TRY_CAST(
-                                             trim(it[strpos(it, ':') + 1:]) AS DOUBLE) END}}),
-                y -> isfinite(y.b) AND isfinite(y.s) AND y.b >= 0 AND y.s > 0),
-    (y, i) -> {{'phase': trim(split_part(x, '=', 1)), 'rep': (i - 1)::INTEGER,
-               'bytes': y.b, 'seconds': y.s}}))), recursive := true)
-FROM q
+SELECT run_id, ph.phase, (generate_subscripts(ph.items, 1) - 1)::INTEGER AS rep,
+       unnest(ph.items, recursive := true)
+FROM (SELECT run_id, unnest(list_transform(parts, x -> {{'phase': trim(split_part(x, '=', 1)),
+        'items': list_filter(list_transform(string_split(x[strpos(x, '=') + 1:], ','),
+                   it -> {{'bytes': to_double(split_part(it, ':', 1)),
+                          'seconds': CASE WHEN strpos(it, ':') > 0
+                                          THEN to_double(it[strpos(it, ':') + 1:]) END}}),
+                 y -> isfinite(y.bytes) AND isfinite(y.seconds) AND y.bytes >= 0
+                      AND y.seconds > 0)}})) AS ph
+      FROM q)
 """
 
 # runs whose iob_reps has something that is not a usable repetition (their diagnostics are
 # worked out item by item; the others cost one count)
 SUSPECT_SQL = r"""
-SELECT r.run_id FROM {runs} r LEFT JOIN (SELECT run_id, count(*) AS n FROM {reps} GROUP BY run_id) c
+SELECT r.run_id FROM (SELECT run_id, reps_text FROM {text} SEMI JOIN {runs} USING (run_id)) r
+LEFT JOIN (SELECT run_id, count(*) AS n FROM {reps} GROUP BY run_id) c
   USING (run_id)
-WHERE coalesce(c.n, 0) <> length(reps_text) - length(replace(reps_text, ':', ''))
-   OR list_bool_or(list_transform(string_split(trim(reps_text), ';'),
+WHERE coalesce(c.n, 0) <> len(string_split(reps_text, ':')) - 1
+   OR list_bool_or(list_transform(string_split(trim_ends(reps_text), ';'),
                    x -> x <> '' AND (strpos(x, '=') = 0 OR trim(split_part(x, '=', 1)) = '')))
 """
 
@@ -131,9 +133,9 @@ def parse(text):
     con = engine.connect()
     runs, reps = f'{text}_runs', f'{text}_reps'
     con.execute(f'CREATE OR REPLACE TEMP TABLE {runs} AS {RUNS_SQL.format(text=text, params_bad=PARAMS_BAD)}')
-    con.execute(f'CREATE OR REPLACE TEMP TABLE {reps} AS {REPS_SQL.format(runs=runs)}')
+    con.execute(f'CREATE OR REPLACE TEMP TABLE {reps} AS {REPS_SQL.format(text=text, runs=runs)}')
     con.execute(f'CREATE OR REPLACE TEMP TABLE {text}_suspect AS '
-                f'{SUSPECT_SQL.format(runs=runs, reps=reps)}')
+                f'{SUSPECT_SQL.format(text=text, runs=runs, reps=reps)}')
     return runs, reps
 
 

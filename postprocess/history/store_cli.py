@@ -55,12 +55,13 @@ def run_import(args):
     if runs:        # one row per run (10^6 at most), kept: both tables are written from it
         con.execute(f'CREATE TEMP TABLE {chosen} AS SELECT * FROM '
                     f'({store.run_rows_sql(runs, "")}) e WHERE {where}')
+        con.execute(f'DROP TABLE {runs}')      # its memory to the writes (no spilling)
     nruns = con.execute(f'SELECT count(*) FROM {chosen}').fetchone()[0] if runs else 0
     if not nruns:
         raise UsageError(f"nothing to import from {', '.join(args.perflogs + ([args.db] if args.db else []))}"
                          f" that '{target}' does not hold already")
-    written = store.write(chosen, reps, target, name)
-    print(f'{nruns} runs, {_rows(chosen, reps)} rows -> {len(written)} files in {target}')
+    written, nreps = store.write(chosen, reps, target, name)
+    print(f'{nruns} runs, {nreps} repetitions -> {len(written)} files in {target}')
     print_warnings(warnings + inputs.diag_warnings(diag))
     return 0
 
@@ -92,14 +93,7 @@ def run_store_run(args):
         return 0
     ordered = engine.temp_name('night_reps')
     con.execute(f'CREATE TEMP TABLE {ordered} AS SELECT * FROM {reps} ORDER BY run_id, phase, rep')
-    written = store.write(chosen, ordered, args.store, name)
-    print(f'{nruns} runs, {_rows(chosen, reps)} rows -> {", ".join(written)}')
+    written, nreps = store.write(chosen, ordered, args.store, name)
+    print(f'{nruns} runs, {nreps} repetitions -> {", ".join(written)}')
     return 0
 
-
-def _rows(runs, reps):
-    """How many store rows these runs make: a repetition each, a run without any one row."""
-    return engine.connect().execute(
-        f'SELECT (SELECT count(*) FROM {reps} p WHERE p.run_id IN (SELECT run_id FROM {runs})) + '
-        f'(SELECT count(*) FROM {runs} x WHERE x.run_id NOT IN (SELECT run_id FROM {reps}))'
-    ).fetchone()[0]
