@@ -22,22 +22,19 @@ SESSION_GAP = datetime.timedelta(hours=3)
 SESSIONS_SQL = r"""
 WITH free AS (
   SELECT run_id, system, partition, t, tzoff,
-         coalesce(t - lag(t) OVER w > {gap}, true)::INTEGER AS new
+         coalesce(t - lag(t) OVER w > {gap}, true) AS new
   FROM {runs} WHERE session IS NULL
   WINDOW w AS (PARTITION BY system, partition ORDER BY t, run_id)),
-numbered AS (
-  SELECT *, sum(new) OVER (PARTITION BY system, partition ORDER BY t, run_id
-                           ROWS UNBOUNDED PRECEDING) AS k
-  FROM free),
 started AS (
-  SELECT run_id, first_value(t) OVER g AS st, first_value(tzoff) OVER g AS stz,
-         system, partition
-  FROM numbered WINDOW g AS (PARTITION BY system, partition, k ORDER BY t, run_id)),
+  SELECT run_id, system, partition,
+         last_value(CASE WHEN new THEN {{'t': t, 'tz': tzoff}} END IGNORE NULLS) OVER (
+           PARTITION BY system, partition ORDER BY t, run_id ROWS UNBOUNDED PRECEDING) AS start
+  FROM free),
 given AS (
-  SELECT r.run_id, coalesce(r.session, s.system || ':' || s.partition || '@' || iso_time(s.st, s.stz))
-           AS session,
-         coalesce(r.session_start, s.st) AS session_start,
-         coalesce(r.session_tzoff, s.stz, 0) AS session_tzoff
+  SELECT r.run_id, coalesce(r.session, s.system || ':' || s.partition || '@'
+                                       || iso_time(s.start.t, s.start.tz)) AS session,
+         coalesce(r.session_start, s.start.t) AS session_start,
+         coalesce(r.session_tzoff, s.start.tz, 0) AS session_tzoff
   FROM {runs} r LEFT JOIN started s USING (run_id))
 SELECT run_id, session, session_start, session_tzoff,
        CAST(local_ts(session_start, session_tzoff) AS DATE) AS night
