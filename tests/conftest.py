@@ -167,7 +167,7 @@ GROUPS_DIR_ENV = "IOREGRESS_XDIST_GROUPS"
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: 3 workers (measured on the 2-core VM, docs/operations.md#tests: the tests mostly
+    """`-n auto`: 4 workers (measured on the 2-core VM, docs/operations.md#tests: the tests mostly
     wait on MPI launches and ReFrame); $PYTEST_XDIST_AUTO_NUM_WORKERS overrides. Serial (0) when the
     selection includes `slow` or `long` tests: they are long because they measure (real nightly
     sequences, time limits, 2.8 GiB blocks, the gate's pairs) and stay alone on the machine."""
@@ -178,7 +178,7 @@ def pytest_xdist_auto_num_workers(config):
     if markexpr and any(Expression.compile(markexpr).evaluate(lambda name, m=m, **kw: name == m)
                        for m in ("slow", "long")):
         return 0
-    return 3
+    return 4
 
 
 def pytest_configure(config):

@@ -15,9 +15,10 @@ on each read call; a read phase spends time outside its read calls too): 20-23 %
 Under load the share shrinks: the phases' time outside the charged calls (HDF5's and MPI's own
 work, the ranks waiting on each other) stretches with the CPU, the charge does not. CI 2026-11-28
 (3 test workers on 2 cores): HDF5 read 0.148; two runs of this file side by side here, 6 each:
-writes 0.145-0.19, reads 0.17-0.23. So the floor is 0.12: a fault of an eighth of the phase or more
-under any load this machine sees, which a fault library that lost its charge (0) or doubled it
-(0.35+) still fails.
+writes 0.145-0.19, reads 0.17-0.23; 2026-12-07 (3 workers, a loaded machine): MPI-IO collective
+write 0.118. So the floor is 0.10: a fault of a tenth of the phase or more under any load this
+machine sees (the tests run 4 workers since), which a fault library that lost its charge (0) or
+doubled it (0.35+) still fails.
 The metadata fault: its charge is a fifth of MDEmptyFiles' four timed phases. That share cannot
 tell a delay the phases absorbed (a create's delay slept while the other rank held the directory:
 +7-14 % on the create phase, where +25 % was charged) from one they took; the realized change was
@@ -63,7 +64,7 @@ def charged_share(iobench, fault_lib, tmp_path, fault, args, timed):
     return max(charged) / phases, charged, phases, in_kind
 
 
-@pytest.mark.parametrize('fault,low,high', [('write', 0.12, 0.21), ('read', 0.12, 0.30)])
+@pytest.mark.parametrize('fault,low,high', [('write', 0.10, 0.21), ('read', 0.10, 0.30)])
 @pytest.mark.parametrize('backend,mode', CASES, ids=[f'{b}-{m}' for b, m in CASES])
 def test_the_fault_is_a_fifth_of_each_phase(iobench, iobench_backends, fault_lib, tmp_path,
                                             backend, mode, fault, low, high):
