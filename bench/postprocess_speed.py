@@ -141,6 +141,7 @@ def main():
         work = os.path.join(tmp, 'work')
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(perflogs, os.path.join(work, 'perflogs'))     # the old code appends here
+        os.sync()       # the setup's 600 MB out to disk now, not during the first timed step
         print(f'{lines} perflog lines ({len(KEYS)} keys x {nights} nights + baselines; generated '
               f'in {time.perf_counter() - t0:.0f} s, not counted); {os.cpu_count()} CPUs, load '
               f'average {os.getloadavg()[0]:.1f} (machine shared with other work: compare ratios)')
