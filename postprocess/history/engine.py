@@ -23,13 +23,12 @@ CREATE OR REPLACE MACRO to_double(x) AS coalesce(TRY_CAST(x AS DOUBLE), TRY_CAST
 CREATE OR REPLACE MACRO finite_or_null(x) AS
   CASE WHEN x IN ('None', '') THEN NULL WHEN isfinite(to_double(x)) THEN to_double(x) END;
 -- trim(x) and rtrim(x, c) walk the whole string (a line, an iob_reps): called only where an end
--- shows something to cut (what trim cuts is a space or a non-ASCII space separator)
+-- shows something to cut (what trim cuts is a space or a non-ASCII space separator; c is one
+-- character)
 CREATE OR REPLACE MACRO trim_ends(x) AS
   CASE WHEN ord(left(x, 1)) BETWEEN 33 AND 127 AND NOT regexp_matches(x, '[^!-\x7f]$')
        THEN x ELSE trim(x) END;
-CREATE OR REPLACE MACRO rtrim_cr(x) AS CASE WHEN ends_with(x, chr(13)) THEN rtrim(x, chr(13)) ELSE x END;
-CREATE OR REPLACE MACRO rtrim_pipes(x) AS
-  CASE WHEN ends_with(x, chr(13)) OR ends_with(x, '|') THEN rtrim(rtrim(x, chr(13)), '|') ELSE x END;
+CREATE OR REPLACE MACRO rtrim_char(x, c) AS CASE WHEN ends_with(x, c) THEN rtrim(x, c) ELSE x END;
 CREATE OR REPLACE MACRO pyrepr(s) AS
   CASE WHEN contains(s, '''') AND NOT contains(s, '"')
        THEN '"' || replace(s, '\', '\\') || '"'

@@ -64,7 +64,7 @@ SELECT file, lineno, list_slice(f, 1, nfixed) AS fixed,
 FROM (SELECT file, lineno, f,
              coalesce(list_position(list_transform(f, x -> perf_head(x)), true) - 1, len(f))
                AS nfixed
-      FROM (SELECT file, lineno, string_split(rtrim_pipes(line), '|') AS f
+      FROM (SELECT file, lineno, string_split(rtrim_char(line, '|'), '|') AS f
             FROM {chunk} WHERE starts_with(line, 'job_completion_time|')
                OR line = 'job_completion_time'))
 WHERE list_bool_and(list_transform(range(nfixed + 1, len(f) + 1, 5), i -> perf_head(f[i])))
@@ -82,7 +82,7 @@ SELECT c.file, c.lineno, c.f,
             THEN list_transform(range(0, greatest(len(c.f) - {ncontract}, 0) // 5), k -> 'perf' || k)
             ELSE h.perfvars END AS hvars,
        h.fixed IS NULL AS headless
-FROM (SELECT file, lineno, string_split(rtrim_pipes(line), '|') AS f,
+FROM (SELECT file, lineno, string_split(rtrim_char(line, '|'), '|') AS f,
              {header_of} AS header_line
       FROM {chunk} WHERE NOT regexp_matches(line, '^\s*$') AND lineno NOT IN {header_lines}) c
 LEFT JOIN {headers} h ON c.file = h.file AND c.header_line = h.lineno
@@ -167,7 +167,8 @@ def text_runs(roots, diag, nights=None):
         keep = " WHERE starts_with(line, 'job_completion_time')" + (
             ' OR left(line, 10) IN (' + ', '.join(engine.quote(d) for d in days) + ')'
             if days else '')
-    clean = f"(SELECT lineno, rtrim_cr(coalesce(line, '')) AS line FROM {chunk}"
+    # every line is read through this (CR of CRLF cut): HEADERS_SQL and LINES_SQL cut the pipes
+    clean = f"(SELECT lineno, rtrim_char(coalesce(line, ''), chr(13)) AS line FROM {chunk}"
     code, offset = 0, 0
     for root in ([roots] if isinstance(roots, (str, os.PathLike)) else roots):
         if not os.path.exists(root):
